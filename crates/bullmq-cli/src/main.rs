@@ -1,0 +1,2 @@
+//! The `bullmq` command.
+fn main() {}

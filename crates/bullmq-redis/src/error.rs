@@ -1,0 +1,33 @@
+//! Errors of the Redis layer.
+
+/// What went wrong talking to Redis or running one of our scripts.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedisError {
+    /// The connection URL or configuration is not valid.
+    #[error("invalid Redis configuration: {0}")]
+    Config(String),
+    /// Redis could not be reached within the configured timeout.
+    #[error("could not connect to Redis at {target}: {source}")]
+    Connect {
+        /// Where we tried to connect.
+        target: String,
+        /// The underlying client error.
+        #[source]
+        source: fred::error::Error,
+    },
+    /// A command or script failed.
+    #[error("Redis command failed: {0}")]
+    Command(#[from] fred::error::Error),
+    /// A script returned a reply we do not understand (a bug or a foreign script version).
+    #[error("script `{script}` returned an unexpected reply: {detail}")]
+    UnexpectedReply {
+        /// The script's name.
+        script: &'static str,
+        /// What was wrong with the reply.
+        detail: String,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = RedisError> = std::result::Result<T, E>;

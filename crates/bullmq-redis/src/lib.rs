@@ -1,0 +1,16 @@
+//! Redis access for ractor-bullmq: connection configuration, the embedded Lua scripts and one
+//! typed async function per script.
+//!
+//! Nothing here knows about actors; the runtime crate (`ractor-bullmq`) builds on these
+//! functions.
+
+pub mod connection;
+pub mod error;
+pub mod script;
+
+pub use connection::ConnectionConfig;
+pub use error::{RedisError, Result};
+pub use fred;
+pub use script::Script;
+pub mod queue;
+pub mod worker;

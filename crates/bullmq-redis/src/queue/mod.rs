@@ -1,0 +1,1 @@
+//! Typed calls of the producer and admin scripts (add, pause, counts, clean, ...).

@@ -1,0 +1,92 @@
+//! Our Lua scripts, embedded at compile time and run with `EVALSHA`.
+//!
+//! A [`Script`] is assembled from include files and a body with [`lua_script!`]: the include
+//! mechanism is plain concatenation at compile time, so a shared helper is written once under
+//! `lua-scripts/includes/` and each script names the helpers it needs. The SHA1 is computed once;
+//! on `NOSCRIPT` (a restarted Redis, `SCRIPT FLUSH`, a failover) the script is loaded again and
+//! the call retried transparently.
+
+use std::sync::OnceLock;
+
+use fred::interfaces::LuaInterface;
+use fred::prelude::{Client, FromValue, Value};
+use fred::util::sha1_hash;
+
+use crate::error::Result;
+
+/// One embedded Lua script.
+#[derive(Debug)]
+pub struct Script {
+    name: &'static str,
+    source: &'static str,
+    sha: OnceLock<String>,
+}
+
+impl Script {
+    /// A script named `name` (for errors and tracing) with its full assembled source.
+    pub const fn new(name: &'static str, source: &'static str) -> Self {
+        Self {
+            name,
+            source,
+            sha: OnceLock::new(),
+        }
+    }
+
+    /// The script's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The assembled Lua source (includes first, then the body).
+    pub fn source(&self) -> &'static str {
+        self.source
+    }
+
+    /// SHA1 of the source, as Redis names it.
+    pub fn sha(&self) -> &str {
+        self.sha.get_or_init(|| sha1_hash(self.source))
+    }
+
+    /// Runs the script with `EVALSHA`, loading it first if Redis does not know it.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::RedisError::Command`] when Redis fails the call or the script raises an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the script executed or not; scripts are atomic in Redis.
+    pub async fn run<R: FromValue>(
+        &self,
+        client: &Client,
+        keys: Vec<String>,
+        args: Vec<Value>,
+    ) -> Result<R> {
+        match client
+            .evalsha::<R, _, _, _>(self.sha(), keys.clone(), args.clone())
+            .await
+        {
+            Err(error) if error.details().starts_with("NOSCRIPT") => {
+                tracing::debug!(script = self.name, "script not cached by Redis, loading it");
+                let _: String = client.script_load(self.source).await?;
+                Ok(client.evalsha(self.sha(), keys, args).await?)
+            }
+            result => Ok(result?),
+        }
+    }
+}
+
+/// Declares a [`Script`] static from files under `lua-scripts/`, includes first.
+///
+/// ```ignore
+/// lua_script!(pub(crate) static ADD_JOB = "addJob": "includes/emit_event.lua", "add_job.lua");
+/// ```
+#[macro_export]
+macro_rules! lua_script {
+    ($vis:vis static $ident:ident = $name:literal : $($file:literal),+ $(,)?) => {
+        $vis static $ident: $crate::script::Script = $crate::script::Script::new(
+            $name,
+            concat!($(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../lua-scripts/", $file)), "\n"),+),
+        );
+    };
+}

@@ -1,0 +1,1 @@
+//! The `Job` read model.

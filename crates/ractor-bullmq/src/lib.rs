@@ -1,0 +1,13 @@
+//! BullMQ-compatible job queues for Rust, with workers supervised as `ractor` actors.
+//!
+//! Jobs live in Redis in exactly the layout Node BullMQ 6.7.0 uses, so Node producers can feed
+//! Rust workers and the other way round.
+
+pub mod error;
+pub mod job;
+pub mod queue;
+pub mod store;
+pub mod worker;
+
+pub use bullmq_protocol as protocol;
+pub use bullmq_redis::ConnectionConfig;

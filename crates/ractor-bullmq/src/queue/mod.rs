@@ -1,0 +1,1 @@
+//! The producer and admin side of a queue.

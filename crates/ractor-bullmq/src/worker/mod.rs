@@ -1,0 +1,1 @@
+//! The Worker actor and its LockManager and job actors.
