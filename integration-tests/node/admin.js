@@ -1,0 +1,52 @@
+'use strict';
+// One administrative operation through Node BullMQ, so a scenario can be replayed through Node
+// and through the Rust Queue and the results compared.
+//
+// Args: {queue, prefix?, op, ...op arguments}
+//   pause | resume | isPaused
+//   drain           {delayed?: bool}
+//   clean           {grace: ms, limit: n, type: 'completed'|'failed'|'wait'|'delayed'|...}
+//   obliterate      {force?: bool, count?: n}
+//   remove          {id, removeChildren?: bool}
+//   updateProgress  {id, progress}
+//   log             {id, row, keepLogs?}
+//   getJobLogs      {id, start?, end?, asc?}
+//   updateData      {id, data}
+//   getJobState     {id}
+//   getMeta
+// Output: {result: <what the BullMQ call returned, or null>}
+
+const { openQueue, run } = require('./lib');
+
+const OPS = {
+  pause: queue => queue.pause(),
+  resume: queue => queue.resume(),
+  isPaused: queue => queue.isPaused(),
+  drain: (queue, a) => queue.drain(Boolean(a.delayed)),
+  clean: (queue, a) => queue.clean(a.grace || 0, a.limit || 0, a.type || 'completed'),
+  obliterate: (queue, a) => queue.obliterate({ force: Boolean(a.force), count: a.count || 1000 }),
+  remove: (queue, a) => queue.remove(String(a.id), { removeChildren: a.removeChildren !== false }),
+  updateProgress: (queue, a) => queue.updateJobProgress(String(a.id), a.progress),
+  log: (queue, a) => queue.addJobLog(String(a.id), a.row, a.keepLogs),
+  getJobLogs: (queue, a) =>
+    queue.getJobLogs(String(a.id), a.start || 0, a.end === undefined ? -1 : a.end, a.asc !== false),
+  updateData: async (queue, a) => {
+    const job = await queue.getJob(String(a.id));
+    if (!job) throw new Error(`job ${a.id} not found`);
+    return job.updateData(a.data);
+  },
+  getJobState: (queue, a) => queue.getJobState(String(a.id)),
+  getMeta: queue => queue.getMeta(),
+};
+
+run(async args => {
+  const op = OPS[args.op];
+  if (!op) throw new Error(`unknown op ${JSON.stringify(args.op)}; known: ${Object.keys(OPS).join(', ')}`);
+  const queue = openQueue(args);
+  try {
+    const result = await op(queue, args);
+    return { result: result === undefined ? null : result };
+  } finally {
+    await queue.close();
+  }
+});
