@@ -1,1 +1,67 @@
-//! Typed calls of the worker scripts (fetch batch, finish batch, extend locks, stalled check).
+//! Typed calls of the worker scripts: fetch a batch, finish a batch (and fetch in the same
+//! round trip), extend locks, recover stalled jobs, progress / log / data updates, and the
+//! blocking wait on the queue's `marker`.
+//!
+//! Every worker script takes the same key layout ([`WorkerKeys`]), so one key list is built per
+//! queue and reused for every call.
+
+mod blocking;
+mod fetch;
+mod finish;
+mod job_updates;
+mod locks;
+mod reply;
+mod scripts;
+
+pub use blocking::wait_for_marker;
+pub use fetch::{fetch_batch, FetchRequest, Fetched, FetchedJob};
+pub use finish::{finish_batch, Finish, FinishAction, FinishCode, FinishReply, Retention};
+pub use job_updates::{add_log, update_data, update_progress};
+pub use locks::{extend_locks, move_stalled};
+
+use bullmq_protocol::keys::{QueueKey, QueueKeys};
+
+/// The key list every worker script receives (see `lua-scripts/includes/worker_common.lua`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerKeys {
+    queue: QueueKeys,
+    keys: Vec<String>,
+}
+
+impl WorkerKeys {
+    /// Builds the layout for one queue.
+    pub fn new(queue: QueueKeys) -> Self {
+        let keys = [
+            QueueKey::Wait,
+            QueueKey::Active,
+            QueueKey::Prioritized,
+            QueueKey::Delayed,
+            QueueKey::Events,
+            QueueKey::Stalled,
+            QueueKey::Limiter,
+            QueueKey::Meta,
+            QueueKey::PriorityCounter,
+            QueueKey::Marker,
+            QueueKey::Completed,
+            QueueKey::Failed,
+            QueueKey::StalledCheck,
+            QueueKey::Paused,
+            QueueKey::Repeat,
+            QueueKey::MetricsCompleted,
+            QueueKey::MetricsFailed,
+        ]
+        .into_iter()
+        .map(|key| queue.key(key))
+        .collect();
+        Self { queue, keys }
+    }
+
+    /// The queue's key builder.
+    pub fn queue(&self) -> &QueueKeys {
+        &self.queue
+    }
+
+    pub(crate) fn script_keys(&self) -> Vec<String> {
+        self.keys.clone()
+    }
+}

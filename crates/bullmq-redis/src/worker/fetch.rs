@@ -1,0 +1,160 @@
+//! Fetching a batch of jobs: `worker_fetch_batch.lua`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use fred::prelude::{Client, Value};
+use serde::Serialize;
+
+use super::reply::{array, hash, integer, string, unexpected};
+use super::scripts::FETCH_BATCH;
+use super::WorkerKeys;
+use crate::error::Result;
+
+/// What a worker asks for when it fetches jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FetchRequest {
+    /// How many jobs at most (the worker's free slots).
+    pub count: u32,
+    /// Lock tokens are `{token_prefix}:{token_seq + i}`; the prefix identifies the worker.
+    pub token_prefix: String,
+    /// First sequence number for the tokens of this call; advance it by the jobs returned.
+    pub token_seq: u64,
+    /// Lock time to live (Node `lockDuration`).
+    pub lock_duration: Duration,
+    /// Worker name, stored in the job hash as `pb` (processed by) when set.
+    pub worker_name: Option<String>,
+    /// Worker rate limit: at most `max` jobs per `duration` (Node `limiter`). The queue-level
+    /// limit in `meta` (`max`) takes precedence, as in Node.
+    pub limiter: Option<(u32, Duration)>,
+}
+
+impl FetchRequest {
+    /// A request for `count` jobs with the given token prefix and lock duration.
+    pub fn new(count: u32, token_prefix: impl Into<String>, lock_duration: Duration) -> Self {
+        Self {
+            count,
+            token_prefix: token_prefix.into(),
+            token_seq: 0,
+            lock_duration,
+            worker_name: None,
+            limiter: None,
+        }
+    }
+
+    pub(crate) fn wire(&self, now_ms: u64) -> WireFetch<'_> {
+        WireFetch {
+            count: self.count,
+            now: now_ms,
+            token_prefix: &self.token_prefix,
+            token_seq: self.token_seq,
+            lock_duration: u64::try_from(self.lock_duration.as_millis()).unwrap_or(u64::MAX).max(1),
+            name: self.worker_name.as_deref(),
+            limiter_max: self.limiter.map_or(0, |(max, _)| max),
+            limiter_duration: self
+                .limiter
+                .map_or(0, |(_, d)| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
+/// The JSON the fetch include decodes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WireFetch<'a> {
+    count: u32,
+    now: u64,
+    token_prefix: &'a str,
+    token_seq: u64,
+    lock_duration: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    limiter_max: u32,
+    limiter_duration: u64,
+}
+
+/// One job moved to active for this worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedJob {
+    /// The job id.
+    pub id: String,
+    /// The lock token the worker must present to renew the lock and finish the job.
+    pub token: String,
+    /// The job hash as stored (fields `name`, `data`, `opts`, `timestamp`, `atm`, `ats`, …).
+    pub fields: HashMap<String, String>,
+}
+
+/// What a fetch returned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Fetched {
+    /// Jobs now active and locked for this worker, in the order they were taken.
+    pub jobs: Vec<FetchedJob>,
+    /// The rate limiter is closed for this long (zero when not limited).
+    pub rate_limited_for: Duration,
+    /// Ready time (ms since the epoch) of the earliest delayed job, when nothing was fetched.
+    pub next_delayed_at: Option<u64>,
+    /// The queue is paused or at its global concurrency.
+    pub gated: bool,
+}
+
+/// Moves up to `request.count` jobs to active (promoting due delayed jobs first, honouring
+/// pause, global concurrency and rate limits) and returns them with their lock tokens.
+///
+/// # Errors
+///
+/// [`crate::RedisError::Command`] when Redis fails; [`crate::RedisError::UnexpectedReply`]
+/// when the reply is malformed.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: dropping the future after the script ran leaves the jobs active and
+/// locked; they return to wait through stalled recovery once their locks expire.
+pub async fn fetch_batch(
+    client: &Client,
+    keys: &WorkerKeys,
+    request: &FetchRequest,
+    now_ms: u64,
+) -> Result<Fetched> {
+    let wire = serde_json::to_string(&request.wire(now_ms))
+        .map_err(|e| unexpected(FETCH_BATCH.name(), e.to_string()))?;
+    let reply: Value = FETCH_BATCH
+        .run(
+            client,
+            keys.script_keys(),
+            vec![keys.queue().base().into(), wire.into()],
+        )
+        .await?;
+    parse_fetched(FETCH_BATCH.name(), reply)
+}
+
+/// Parses the `{ jobs, rateLimitTtl, nextDelayedAt, gated }` reply of the fetch include.
+pub(crate) fn parse_fetched(script: &'static str, reply: Value) -> Result<Fetched> {
+    let mut parts = array(script, reply)?.into_iter();
+    let (Some(jobs), Some(ttl), Some(next), Some(gated)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(unexpected(script, "fetch reply has fewer than 4 parts"));
+    };
+    let mut flat = array(script, jobs)?.into_iter();
+    let mut fetched = Vec::new();
+    while let Some(id) = flat.next() {
+        let (Some(token), Some(fields)) = (flat.next(), flat.next()) else {
+            return Err(unexpected(script, "job entry without token or hash"));
+        };
+        fetched.push(FetchedJob {
+            id: string(script, id)?,
+            token: string(script, token)?,
+            fields: hash(script, fields)?,
+        });
+    }
+    let ttl = integer(script, ttl)?;
+    let next = integer(script, next)?;
+    Ok(Fetched {
+        jobs: fetched,
+        rate_limited_for: Duration::from_millis(u64::try_from(ttl).unwrap_or(0)),
+        next_delayed_at: u64::try_from(next).ok().filter(|n| *n > 0),
+        gated: integer(script, gated)? != 0,
+    })
+}

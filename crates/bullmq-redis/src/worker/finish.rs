@@ -1,0 +1,343 @@
+//! Finishing a batch of jobs (and fetching the next ones): `worker_finish_batch.lua`.
+
+use std::time::Duration;
+
+use fred::prelude::{Client, Value};
+use serde::Serialize;
+
+use super::fetch::{parse_fetched, FetchRequest, Fetched, WireFetch};
+use super::reply::{array, integer, unexpected};
+use super::scripts::FINISH_BATCH;
+use super::WorkerKeys;
+use crate::error::Result;
+
+/// How many finished jobs to keep (Node `removeOnComplete` / `removeOnFail`, resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Retention {
+    /// `None` keeps every job, `Some(0)` deletes the job right away, `Some(n)` keeps the newest n.
+    pub count: Option<u64>,
+    /// Delete jobs finished longer ago than this.
+    pub age: Option<Duration>,
+    /// At most this many jobs deleted by age per call (Node's `limit`, default 1000).
+    pub limit: Option<u64>,
+}
+
+impl Retention {
+    /// Keep every finished job (Node's default).
+    pub const KEEP_ALL: Retention = Retention {
+        count: None,
+        age: None,
+        limit: None,
+    };
+    /// Delete the job as soon as it finishes (Node `removeOnComplete: true`).
+    pub const REMOVE: Retention = Retention {
+        count: Some(0),
+        age: None,
+        limit: None,
+    };
+
+    /// Keep the newest `count` jobs.
+    pub fn count(count: u64) -> Self {
+        Self {
+            count: Some(count),
+            ..Self::KEEP_ALL
+        }
+    }
+
+    /// Keep jobs younger than `age` (and at most `count` when given).
+    pub fn age(age: Duration, count: Option<u64>, limit: Option<u64>) -> Self {
+        Self {
+            count,
+            age: Some(age),
+            limit,
+        }
+    }
+}
+
+/// What to do with one job a worker holds.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FinishAction {
+    /// Completed with `returnvalue` (JSON text).
+    Complete {
+        /// JSON of the processor's result (`"null"` for none).
+        returnvalue: String,
+        /// Retention of the `completed` set.
+        keep: Retention,
+    },
+    /// Failed for good (attempts exhausted, unrecoverable, or deferred failure).
+    Fail {
+        /// `failedReason`.
+        reason: String,
+        /// `stacktrace` (a JSON array of strings), already trimmed to `stackTraceLimit`.
+        stacktrace: Option<String>,
+        /// The job's `attempts` option, for `retries-exhausted`.
+        attempts: u32,
+        /// Retention of the `failed` set.
+        keep: Retention,
+    },
+    /// Failed, retried at once (back to wait, or prioritized).
+    Retry {
+        /// `failedReason` of this attempt.
+        reason: String,
+        /// `stacktrace` JSON.
+        stacktrace: Option<String>,
+        /// The job's `lifo` option.
+        lifo: bool,
+    },
+    /// To `delayed`: a retry with backoff, or the processor asked for a delay.
+    Delay {
+        /// How long.
+        delay: Duration,
+        /// `failedReason` of this attempt (retries only).
+        reason: Option<String>,
+        /// `stacktrace` JSON (retries only).
+        stacktrace: Option<String>,
+        /// Do not count an attempt (`atm` unchanged), as for Node's `job.moveToDelayed`.
+        skip_attempt: bool,
+    },
+    /// The processor hit a rate limit: the job goes back to the front of wait and the queue's
+    /// limiter is closed for `ttl`.
+    RateLimit {
+        /// How long the queue stays limited.
+        ttl: Duration,
+    },
+}
+
+/// One job to finish.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finish {
+    /// Job id.
+    pub job_id: String,
+    /// The lock token the job was fetched with.
+    pub token: String,
+    /// What to do.
+    pub action: FinishAction,
+}
+
+/// Result of one [`Finish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FinishCode {
+    /// Done.
+    Ok,
+    /// The job hash no longer exists.
+    MissingJob,
+    /// The job has no lock (it expired).
+    MissingLock,
+    /// The job is not in the active list.
+    NotActive,
+    /// The job still has pending children.
+    PendingChildren,
+    /// Another worker holds the lock.
+    LockNotOwned,
+    /// A code this version does not know.
+    Other(i64),
+}
+
+impl FinishCode {
+    fn from_code(code: i64) -> Self {
+        match code {
+            0 => Self::Ok,
+            -1 => Self::MissingJob,
+            -2 => Self::MissingLock,
+            -3 => Self::NotActive,
+            -4 => Self::PendingChildren,
+            -6 => Self::LockNotOwned,
+            other => Self::Other(other),
+        }
+    }
+
+    /// Whether the job was finished.
+    pub fn is_ok(self) -> bool {
+        self == Self::Ok
+    }
+}
+
+/// Reply of [`finish_batch`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FinishReply {
+    /// One code per finish, in order.
+    pub codes: Vec<FinishCode>,
+    /// Jobs fetched for the freed slots (empty when no fetch was asked).
+    pub fetched: Fetched,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireFinish<'a> {
+    now: u64,
+    metrics_max: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fetch: Option<WireFetch<'a>>,
+    items: Vec<WireItem<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireItem<'a> {
+    id: &'a str,
+    token: &'a str,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stacktrace: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep: Option<WireKeep>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    lifo: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delay: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    skip_attempt: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct WireKeep {
+    count: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    age: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit: Option<u64>,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn wire_keep(keep: Retention) -> WireKeep {
+    WireKeep {
+        count: keep
+            .count
+            .map_or(-1, |c| i64::try_from(c).unwrap_or(i64::MAX)),
+        age: keep.age.map(|a| a.as_secs()),
+        limit: keep.limit,
+    }
+}
+
+fn wire_item(finish: &Finish) -> WireItem<'_> {
+    let mut item = WireItem {
+        id: &finish.job_id,
+        token: &finish.token,
+        kind: "",
+        value: None,
+        stacktrace: None,
+        attempts: None,
+        keep: None,
+        lifo: false,
+        delay: None,
+        skip_attempt: false,
+        ttl: None,
+    };
+    match &finish.action {
+        FinishAction::Complete { returnvalue, keep } => {
+            item.kind = "completed";
+            item.value = Some(returnvalue);
+            item.keep = Some(wire_keep(*keep));
+        }
+        FinishAction::Fail {
+            reason,
+            stacktrace,
+            attempts,
+            keep,
+        } => {
+            item.kind = "failed";
+            item.value = Some(reason);
+            item.stacktrace = stacktrace.as_deref();
+            item.attempts = Some(*attempts);
+            item.keep = Some(wire_keep(*keep));
+        }
+        FinishAction::Retry {
+            reason,
+            stacktrace,
+            lifo,
+        } => {
+            item.kind = "retry";
+            item.value = Some(reason);
+            item.stacktrace = stacktrace.as_deref();
+            item.lifo = *lifo;
+        }
+        FinishAction::Delay {
+            delay,
+            reason,
+            stacktrace,
+            skip_attempt,
+        } => {
+            item.kind = "delay";
+            item.delay = Some(millis(*delay));
+            item.value = reason.as_deref();
+            item.stacktrace = stacktrace.as_deref();
+            item.skip_attempt = *skip_attempt;
+        }
+        FinishAction::RateLimit { ttl } => {
+            item.kind = "limit";
+            item.ttl = Some(millis(*ttl));
+        }
+    }
+    item
+}
+
+/// Finishes `finishes` in one script call and, when `fetch` is given, fetches jobs for the
+/// freed slots in the same call. `metrics_max_points` > 0 collects Node-compatible
+/// `metrics:completed|failed` data points (Node worker option `metrics.maxDataPoints`).
+///
+/// Each finish is checked against its lock token on its own; a job whose lock was lost is
+/// reported in [`FinishReply::codes`] and left untouched.
+///
+/// # Errors
+///
+/// [`crate::RedisError::Command`] when Redis fails; [`crate::RedisError::UnexpectedReply`]
+/// when the reply is malformed.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: the script may have run when the future is dropped.
+pub async fn finish_batch(
+    client: &Client,
+    keys: &WorkerKeys,
+    finishes: &[Finish],
+    fetch: Option<&FetchRequest>,
+    metrics_max_points: u32,
+    now_ms: u64,
+) -> Result<FinishReply> {
+    let script = FINISH_BATCH.name();
+    let wire = WireFinish {
+        now: now_ms,
+        metrics_max: metrics_max_points,
+        fetch: fetch.map(|f| f.wire(now_ms)),
+        items: finishes.iter().map(wire_item).collect(),
+    };
+    let wire = serde_json::to_string(&wire).map_err(|e| unexpected(script, e.to_string()))?;
+    let reply: Value = FINISH_BATCH
+        .run(
+            client,
+            keys.script_keys(),
+            vec![keys.queue().base().into(), wire.into()],
+        )
+        .await?;
+    let mut parts = array(script, reply)?.into_iter();
+    let (Some(codes), Some(fetched)) = (parts.next(), parts.next()) else {
+        return Err(unexpected(script, "finish reply has fewer than 2 parts"));
+    };
+    let codes = array(script, codes)?
+        .into_iter()
+        .map(|c| integer(script, c).map(FinishCode::from_code))
+        .collect::<Result<Vec<_>>>()?;
+    if codes.len() != finishes.len() {
+        return Err(unexpected(
+            script,
+            format!("{} codes for {} finishes", codes.len(), finishes.len()),
+        ));
+    }
+    Ok(FinishReply {
+        codes,
+        fetched: parse_fetched(script, fetched)?,
+    })
+}

@@ -1,0 +1,135 @@
+--[[
+  Shared helpers of the worker scripts (worker_*.lua).
+
+  Every worker script receives the same KEYS layout, so the helpers can name keys by role:
+    KEYS[1] wait            KEYS[2] active          KEYS[3] prioritized
+    KEYS[4] delayed         KEYS[5] events          KEYS[6] stalled
+    KEYS[7] limiter         KEYS[8] meta            KEYS[9] pc
+    KEYS[10] marker         KEYS[11] completed      KEYS[12] failed
+    KEYS[13] stalled-check  KEYS[14] paused         KEYS[15] repeat
+    KEYS[16] metrics:completed                      KEYS[17] metrics:failed
+  ARGV[1] is always the queue base `{prefix}:{queue}:` that job ids are appended to.
+]]
+local rcall = redis.call
+
+local K = {
+  wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3], delayed = KEYS[4],
+  events = KEYS[5], stalled = KEYS[6], limiter = KEYS[7], meta = KEYS[8],
+  pc = KEYS[9], marker = KEYS[10], completed = KEYS[11], failed = KEYS[12],
+  stalledCheck = KEYS[13], paused = KEYS[14], repeatKey = KEYS[15],
+  metricsCompleted = KEYS[16], metricsFailed = KEYS[17],
+}
+local queueBase = ARGV[1]
+
+-- The stream length cap other clients agreed on (meta `opts.maxLenEvents`, 10000 when unset,
+-- and written back so every client sees the same value).
+local function wMaxEvents()
+  local configured = rcall("HGET", K.meta, "opts.maxLenEvents")
+  if configured then return configured end
+  rcall("HSET", K.meta, "opts.maxLenEvents", 10000)
+  return 10000
+end
+
+local function wTrimEvents()
+  rcall("XTRIM", K.events, "MAXLEN", "~", wMaxEvents())
+end
+
+-- Queue-level gates: paused flag, global concurrency, global rate limit (meta max/duration).
+local function wQueueGates()
+  local m = rcall("HMGET", K.meta, "paused", "concurrency", "max", "duration")
+  local blocked = m[1] ~= false
+  local room = nil
+  if not blocked and m[2] then
+    room = tonumber(m[2]) - rcall("LLEN", K.active)
+    if room <= 0 then blocked = true end
+  end
+  return blocked, room, tonumber(m[3]), tonumber(m[4])
+end
+
+-- Wakes one idle worker blocked on BZPOPMIN (score 0 = "something is ready now").
+local function wSignalReady()
+  rcall("ZADD", K.marker, 0, "0")
+end
+
+-- Leaves a marker scored with the next delayed job's timestamp, so an idle worker wakes then.
+local function wNextDelayedAt()
+  local head = rcall("ZRANGE", K.delayed, 0, 0, "WITHSCORES")
+  if head[2] then return math.floor(tonumber(head[2]) / 0x1000) end
+  return nil
+end
+
+local function wSignalDelayed()
+  local at = wNextDelayedAt()
+  if at then rcall("ZADD", K.marker, at, "1") end
+end
+
+-- Priority score: priority in the high 32 bits, the queue's `pc` counter below for FIFO order.
+local function wPriorityScore(priority)
+  local counter = rcall("INCR", K.pc)
+  return priority * 0x100000000 + counter % 0x100000000
+end
+
+-- Delayed score: ready time in ms shifted 12 bits, plus a sequence so jobs due in the same
+-- millisecond keep their order (up to 4096 of them).
+local function wDelayedScore(readyAt)
+  local lowest = readyAt * 0x1000
+  local highest = (readyAt + 1) * 0x1000 - 1
+  local last = rcall("ZREVRANGEBYSCORE", K.delayed, highest, lowest, "WITHSCORES", "LIMIT", 0, 1)
+  if last[2] then
+    local score = tonumber(last[2])
+    if score >= highest then return highest end
+    return score + 1
+  end
+  return lowest
+end
+
+-- Puts a job id back in the ready structures: prioritized zset when it has a priority, else the
+-- wait list with `push` ("LPUSH" = FIFO, "RPUSH" = front of the line / LIFO).
+local function wEnqueueReady(jobId, push, gated)
+  local priority = tonumber(rcall("HGET", queueBase .. jobId, "priority")) or 0
+  if priority > 0 then
+    rcall("ZADD", K.prioritized, wPriorityScore(priority), jobId)
+  else
+    rcall(push, K.wait, jobId)
+  end
+  if not gated then wSignalReady() end
+end
+
+-- Checks and releases the lock a worker holds on a job. 0 ok, -2 no lock, -6 someone else's.
+local function wReleaseLock(jobId, token)
+  local lockKey = queueBase .. jobId .. ":lock"
+  local current = rcall("GET", lockKey)
+  if current == token then
+    rcall("DEL", lockKey)
+    rcall("SREM", K.stalled, jobId)
+    return 0
+  end
+  if current then return -6 end
+  return -2
+end
+
+-- Deletes a job hash and its satellite keys.
+local function wDeleteJob(jobId)
+  local jobKey = queueBase .. jobId
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies", jobKey .. ":processed",
+        jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+-- Moves due delayed jobs (at most 1000 per call) to wait / prioritized with a `waiting` event.
+local function wPromoteDelayed(now, gated)
+  local due = rcall("ZRANGEBYSCORE", K.delayed, 0, (now + 1) * 0x1000 - 1, "LIMIT", 0, 1000)
+  if #due == 0 then return end
+  rcall("ZREM", K.delayed, unpack(due))
+  for _, jobId in ipairs(due) do
+    local jobKey = queueBase .. jobId
+    local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+    if priority > 0 then
+      rcall("ZADD", K.prioritized, wPriorityScore(priority), jobId)
+    else
+      rcall("LPUSH", K.wait, jobId)
+    end
+    rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "delayed")
+    rcall("HSET", jobKey, "delay", 0)
+  end
+  if not gated then wSignalReady() end
+end

@@ -1,0 +1,7 @@
+--[[
+  Fetch a batch of jobs for one worker (see includes/worker_fetch.lua for the reply).
+
+  KEYS: the worker layout described in includes/worker_common.lua.
+  ARGV[1] queue base, ARGV[2] JSON fetch request (fields listed in includes/worker_fetch.lua).
+]]
+return wFetch(cjson.decode(ARGV[2]))

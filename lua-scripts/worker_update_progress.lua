@@ -1,0 +1,13 @@
+--[[
+  Store a job's progress and announce it with a `progress` event.
+
+  KEYS: the worker layout described in includes/worker_common.lua.
+  ARGV[1] queue base, ARGV[2] job id, ARGV[3] progress (JSON).
+  Returns 0, or -1 when the job no longer exists.
+]]
+local jobKey = queueBase .. ARGV[2]
+if rcall("EXISTS", jobKey) == 0 then return -1 end
+rcall("HSET", jobKey, "progress", ARGV[3])
+rcall("XADD", K.events, "MAXLEN", "~", wMaxEvents(), "*", "event", "progress",
+      "jobId", ARGV[2], "data", ARGV[3])
+return 0
