@@ -7,6 +7,7 @@ pub mod error;
 pub mod job;
 pub mod queue;
 pub mod store;
+pub mod supervision;
 pub mod worker;
 
 pub use bullmq_protocol as protocol;
