@@ -1,1 +1,25 @@
 //! Typed calls of the producer and admin scripts (add, pause, counts, clean, ...).
+//!
+//! One async function per script. Every function takes the client and the queue's
+//! [`QueueKeys`](bullmq_protocol::keys::QueueKeys) and already-encoded JSON where the job hash
+//! stores JSON, so this layer never decides what a payload looks like. Script codes that mean
+//! "not found", "locked" and so on come back as typed outcomes (e.g. [`RemoveOutcome`]), not
+//! errors, so the caller decides what is exceptional.
+
+mod add;
+mod admin;
+mod getters;
+mod reply;
+mod scripts;
+mod updates;
+
+pub use add::{add_job, add_jobs_bulk, AddResult, NewJob, ParentLink};
+pub use admin::{
+    clean, drain, is_paused, obliterate, obliterate_batch, pause, remove_job, resume,
+    ObliterateStep, RemoveOutcome,
+};
+pub use getters::{
+    get_counts, get_job_hash, get_job_logs, get_meta, get_ranges, get_state, set_meta,
+    DEFAULT_MAX_LEN_EVENTS, META_VERSION,
+};
+pub use updates::{add_log, update_data, update_progress};

@@ -1,0 +1,39 @@
+--[[
+  add_to_wait.lua: putting a job where workers find it, and waking them.
+
+  addBaseMarker(markerKey, pausedOrMaxed)
+    Adds member "0" with score 0 to the marker zset (what idle workers BZPOPMIN on), unless the
+    queue is paused or at its global concurrency.
+  pushToWait(waitKey, markerKey, lifo, pausedOrMaxed, jobId)
+    LPUSH (FIFO: workers take from the right) or RPUSH (LIFO) into `wait`, then the marker.
+  priorityScore(priority, pcKey) -> number
+    priority * 2^32 + (INCR pc mod 2^32): lower priority first, FIFO within one priority.
+  pushToPrioritized(prioritizedKey, pcKey, markerKey, priority, pausedOrMaxed, jobId)
+    ZADD into `prioritized` with that score, then the marker.
+]]
+local rcall = redis.call
+
+local function addBaseMarker(markerKey, pausedOrMaxed)
+  if not pausedOrMaxed then
+    rcall("ZADD", markerKey, 0, "0")
+  end
+end
+
+local function pushToWait(waitKey, markerKey, lifo, pausedOrMaxed, jobId)
+  if lifo then
+    rcall("RPUSH", waitKey, jobId)
+  else
+    rcall("LPUSH", waitKey, jobId)
+  end
+  addBaseMarker(markerKey, pausedOrMaxed)
+end
+
+local function priorityScore(priority, pcKey)
+  local counter = rcall("INCR", pcKey)
+  return priority * 0x100000000 + counter % 0x100000000
+end
+
+local function pushToPrioritized(prioritizedKey, pcKey, markerKey, priority, pausedOrMaxed, jobId)
+  rcall("ZADD", prioritizedKey, priorityScore(priority, pcKey), jobId)
+  addBaseMarker(markerKey, pausedOrMaxed)
+end
