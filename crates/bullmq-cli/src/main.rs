@@ -1,2 +1,77 @@
-//! The `bullmq` command.
-fn main() {}
+//! The `bullmq` command: inspect and feed BullMQ queues from the shell.
+//!
+//! Works on any queue in the BullMQ 6.7.0 layout, whoever wrote it (Node, Python, Elixir or this
+//! project's Rust runtime). Run `bullmq --help` for the commands.
+
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Inspect and feed BullMQ-compatible queues in Redis.
+#[derive(Debug, Parser)]
+#[command(name = "bullmq", version, about, propagate_version = true)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Clone, Args)]
+struct GlobalArgs {
+    /// Redis to connect to (`redis://[user:pass@]host:port/db`, `rediss://` for TLS).
+    #[arg(
+        long,
+        env = "REDIS_URL",
+        default_value = "redis://127.0.0.1:6379",
+        global = true
+    )]
+    redis_url: String,
+    /// Key prefix of the queues (Node's `prefix` option).
+    #[arg(long, default_value = "bull", global = true)]
+    prefix: String,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+/// The subcommands; each lives in its own file under `commands/`.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Job counts per state, the paused flag and the connected workers of a queue.
+    Stats(commands::stats::StatsArgs),
+    /// Add one job to a queue.
+    Add(commands::add::AddArgs),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let ctx = commands::Context {
+        redis_url: cli.global.redis_url,
+        prefix: cli.global.prefix,
+        json: cli.global.json,
+    };
+    let outcome = match cli.command {
+        Command::Stats(args) => commands::stats::run(&ctx, args).await,
+        Command::Add(args) => commands::add::run(&ctx, args).await,
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

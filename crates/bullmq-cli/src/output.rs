@@ -1,0 +1,40 @@
+//! Text and JSON output shared by the commands.
+
+use serde_json::Value;
+
+/// Prints `value` as pretty JSON on stdout.
+pub(crate) fn print_json(value: &Value) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        // A `Value` always serialises; keep a readable fallback rather than a panic.
+        Err(_) => println!("{value}"),
+    }
+}
+
+/// Formats `rows` as two left-aligned columns, the first padded to its widest entry.
+pub(crate) fn two_columns(rows: &[(String, String)]) -> String {
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for (key, value) in rows {
+        out.push_str(&format!("{key:<width$}  {value}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_columns_pads_the_first_column() {
+        let rows = vec![
+            ("wait".to_string(), "3".to_string()),
+            ("prioritized".to_string(), "10".to_string()),
+        ];
+        assert_eq!(two_columns(&rows), "wait         3\nprioritized  10\n");
+    }
+}
