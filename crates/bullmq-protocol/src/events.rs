@@ -311,15 +311,16 @@ impl Event {
     /// gives a `Custom` event with an empty name).
     #[must_use]
     pub fn from_fields(fields: Vec<(String, String)>) -> Event {
-        let mut event_name = String::new();
+        let mut event_name = None;
         let mut rest = Vec::with_capacity(fields.len());
         for (k, v) in fields {
-            if k == "event" && event_name.is_empty() {
-                event_name = v;
+            if k == "event" && event_name.is_none() {
+                event_name = Some(v);
             } else {
                 rest.push((k, v));
             }
         }
+        let event_name = event_name.unwrap_or_default();
         decode_known(&event_name, &rest).unwrap_or(Event::Custom {
             name: event_name,
             fields: rest,

@@ -198,6 +198,51 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
+    /// A new job as BullMQ creates it: the given fields, zero counters, progress `0`, no
+    /// result. `delay` and `priority` are taken from `opts`, and `data_raw` is `data`
+    /// serialised. Set the other public fields directly.
+    #[must_use]
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        data: Value,
+        opts: JobOptions,
+        timestamp: u64,
+    ) -> Self {
+        JobRecord {
+            id: id.into(),
+            name: name.into(),
+            data_raw: data.to_string(),
+            data,
+            delay: opts.delay.unwrap_or(0),
+            priority: opts.priority.unwrap_or(0),
+            opts,
+            timestamp,
+            progress: Value::from(0),
+            processed_on: None,
+            finished_on: None,
+            returnvalue: None,
+            failed_reason: None,
+            stacktrace: Vec::new(),
+            attempts_made: 0,
+            attempts_started: 0,
+            stalled_counter: 0,
+            processed_by: None,
+            parent_key: None,
+            parent: None,
+            repeat_job_key: None,
+            deduplication_id: None,
+            deferred_failure: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// `opts.attempts` as Node counts them (absent or 0 is one try).
+    #[must_use]
+    pub fn max_attempts(&self) -> u32 {
+        self.opts.max_attempts()
+    }
+
     /// Decodes the fields of the job hash of job `id` (as returned by `HGETALL`).
     ///
     /// # Errors
