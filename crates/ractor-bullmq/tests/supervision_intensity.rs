@@ -112,3 +112,71 @@ async fn zero_max_restarts_gives_up_on_the_first_exit() {
     assert_eq!(probe.starts("once"), 1);
     parent.stop(None);
 }
+
+/// A child whose start function fails on chosen attempts (1-based), else starts a test child.
+fn flaky_start(probe: &Probe, id: &str, fail_on: &'static [usize]) -> ractor_bullmq::supervision::ChildSpec {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let probe = probe.clone();
+    let id = id.to_owned();
+    ractor_bullmq::supervision::ChildSpec::new(id.clone(), move |supervisor| {
+        let attempt = attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        let args = test_args(&probe, &id);
+        async move {
+            if fail_on.contains(&attempt) {
+                return Err(ractor::SpawnErr::StartupFailed(
+                    format!("attempt {attempt} refused").into(),
+                ));
+            }
+            let (actor, _) = ractor::Actor::spawn_linked(None, TestChild, args, supervisor).await?;
+            Ok(actor.get_cell())
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_failed_restart_is_retried_and_counts_against_the_intensity() {
+    let probe = Probe::default();
+    let (events, mut rx) = broadcast::channel(64);
+    let options = SupervisorOptions::default().max_restarts(5).events(events);
+    let (sup, _) = ractor_bullmq::supervision::Supervisor::spawn(
+        None,
+        options,
+        vec![flaky_start(&probe, "x", &[2])],
+    )
+    .await
+    .unwrap();
+    tell(&sup, "x", TestMsg::Panic).await;
+    let error = next_event(&mut rx, |e| match e {
+        RuntimeEvent::ChildStartFailed { error, .. } => Some(error.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(error.contains("attempt 2 refused"), "{error}");
+    wait_started(&probe, &sup, "x", 2).await;
+    sup.shutdown(Duration::from_secs(5)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_child_that_never_restarts_makes_the_supervisor_give_up() {
+    let probe = Probe::default();
+    let (report_tx, mut report) = mpsc::unbounded_channel();
+    let (sup_tx, mut sup_rx) = mpsc::unbounded_channel();
+    let args = ParentArgs {
+        options: SupervisorOptions::default().max_restarts(3),
+        children: vec![flaky_start(&probe, "x", &[2, 3, 4, 5, 6, 7])],
+        report: report_tx,
+        sup_out: sup_tx,
+    };
+    let (parent, _) = ractor::Actor::spawn(None, Parent, args).await.unwrap();
+    let sup = sup_rx.recv().await.unwrap();
+    tell(&sup, "x", TestMsg::Panic).await;
+    let failure = tokio::time::timeout(TIMEOUT, report.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(failure.contains("gave up"), "{failure}");
+    assert_eq!(probe.starts("x"), 1);
+    parent.stop(None);
+}

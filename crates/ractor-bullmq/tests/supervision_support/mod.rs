@@ -127,6 +127,15 @@ impl Probe {
     }
 }
 
+/// Arguments for a test child `id` reporting to `probe` (for tests spawning it by hand).
+pub fn test_args(probe: &Probe, id: &str) -> TestArgs {
+    TestArgs {
+        id: id.to_owned(),
+        probe: probe.clone(),
+        stop_delay: Duration::ZERO,
+    }
+}
+
 pub struct TestArgs {
     id: String,
     probe: Probe,
