@@ -301,3 +301,11 @@ pub fn now_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or_default()
 }
+
+/// Opens our `Queue` named `name` on [`redis_url`] with the default prefix.
+pub async fn open_queue(name: &str) -> Result<ractor_bullmq::Queue> {
+    let connection = ractor_bullmq::ConnectionConfig::from_url(&redis_url())?;
+    let queue =
+        ractor_bullmq::Queue::new(name, ractor_bullmq::QueueOptions::new(connection)).await?;
+    Ok(queue)
+}
