@@ -11,6 +11,7 @@ pub mod error;
 pub mod events;
 pub mod job_record;
 pub mod keys;
+mod lenient;
 pub mod options;
 pub mod score;
 pub mod state;

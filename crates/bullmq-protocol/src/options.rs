@@ -7,7 +7,12 @@
 //! [`JobOptions`] serialises to exactly that shape; every field is optional (absent stays
 //! absent) and keys it does not know are kept in [`JobOptions::extra`] so options written by
 //! other clients round-trip unchanged. Reading also accepts the long names of the compressed
-//! keys (`deduplication`, `keepLogs`, …) as aliases.
+//! keys (`deduplication`, `keepLogs`, …) as aliases, and is lenient with numbers another client
+//! may write loosely: a float is truncated, a negative number reads as 0, `null` as absent.
+//!
+//! Key order: we write known keys in declaration order, then unknown keys in the order read.
+//! Node's stored order is not reproducible in general: Node packs the options with msgpack and
+//! its Lua script re-encodes them with cjson, whose key order follows Lua's table hashing.
 //!
 //! Note that Node adds `attempts: 0` to every job it creates (the constructor's default);
 //! [`JobOptions::new`] does not, so callers that want byte-for-byte Node options set it.
@@ -37,19 +42,33 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::lenient;
+
 /// Options of one job, in BullMQ's stored JSON form (see the [module docs](self)).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct JobOptions {
     /// Total number of tries (Node `attempts`; Node stores `0` by default, meaning one try).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub attempts: Option<u32>,
     /// Milliseconds to wait before the job can run (Node `delay`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub delay: Option<u64>,
     /// `0` = none; otherwise `1..=2 097 151`, lower runs first (Node `priority`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub priority: Option<u32>,
     /// Retry backoff (Node `backoff`; a bare number means fixed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,13 +86,25 @@ pub struct JobOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove_on_fail: Option<KeepJobs>,
     /// How many stack traces to keep in `stacktrace` (Node `stackTraceLimit`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub stack_trace_limit: Option<u32>,
     /// Maximum size in bytes of the serialised `data` (Node `sizeLimit`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub size_limit: Option<u64>,
     /// Creation time, ms since the Unix epoch (Node `timestamp`; default: now).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub timestamp: Option<u64>,
     /// Parent job of a flow (Node `parent`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,7 +113,11 @@ pub struct JobOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<Value>,
     /// Previous run of a repeatable job, ms since the Unix epoch (Node `prevMillis`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub prev_millis: Option<u64>,
     /// Key of the job scheduler that produced this job (Node `repeatJobKey`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,6 +170,7 @@ pub struct JobOptions {
         default,
         rename = "kl",
         alias = "keepLogs",
+        deserialize_with = "lenient::opt_uint",
         skip_serializing_if = "Option::is_none"
     )]
     pub keep_logs: Option<u64>,
@@ -492,7 +528,7 @@ impl<'de> Deserialize<'de> for Backoff {
         struct Object {
             #[serde(rename = "type")]
             kind: String,
-            #[serde(default)]
+            #[serde(default, deserialize_with = "lenient::opt_uint")]
             delay: Option<u64>,
             #[serde(default)]
             jitter: Option<f64>,
@@ -500,13 +536,13 @@ impl<'de> Deserialize<'de> for Backoff {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Repr {
-            Millis(u64),
+            Millis(#[serde(deserialize_with = "lenient::opt_uint")] Option<u64>),
             Object(Object),
         }
         match Repr::deserialize(deserializer) {
             Ok(Repr::Millis(ms)) => Ok(Self {
                 kind: BackoffKind::Fixed,
-                delay: Some(ms),
+                delay: ms,
                 jitter: None,
             }),
             Ok(Repr::Object(o)) => Ok(Self {
@@ -532,7 +568,11 @@ pub struct Deduplication {
     /// Deduplication id (required).
     pub id: String,
     /// Time to live of the deduplication key, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_uint",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub ttl: Option<u64>,
     /// Extend the ttl on each duplicate.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -176,12 +176,37 @@ fn invalid_shapes_are_errors_not_panics() {
         "[]",
         "not json",
         r#"{"attempts":"3"}"#,
-        r#"{"delay":-5}"#,
+        r#"{"delay":"5"}"#,
+        r#"{"priority":5000000000}"#,
+        r#"{"kl":1e400}"#,
         r#"{"de":{"ttl":5}}"#,
         r#"{"parent":{"id":"x"}}"#,
     ] {
         assert!(JobOptions::from_json(raw).is_err(), "{raw} should fail");
     }
+}
+
+#[test]
+fn loosely_written_numbers_are_tolerated() {
+    // What another client might write; Node would still run these jobs.
+    let opts = JobOptions::from_json(
+        r#"{"delay":-5,"priority":2.9,"attempts":3.0,"timestamp":1764000000000.5,
+            "backoff":1500.7,"de":{"id":"d","ttl":-1},"kl":null,"sizeLimit":null}"#,
+    )
+    .expect("lenient");
+    assert_eq!(opts.delay, Some(0));
+    assert_eq!(opts.priority, Some(2));
+    assert_eq!(opts.attempts, Some(3));
+    assert_eq!(opts.timestamp, Some(1_764_000_000_000));
+    assert_eq!(
+        opts.backoff,
+        Some(Backoff::fixed(Duration::from_millis(1500)))
+    );
+    assert_eq!(opts.deduplication.as_ref().and_then(|d| d.ttl), Some(0));
+    // `null` reads as absent and is not written back
+    assert_eq!(opts.keep_logs, None);
+    assert_eq!(opts.size_limit, None);
+    assert!(!opts.to_json().contains("null"));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,1 +1,197 @@
-//! The `Job` read model.
+//! The `Job` read model: a job as stored in Redis, decoded.
+//!
+//! A [`Job`] is a snapshot: it is what [`Queue::get_job`](crate::Queue::get_job) read (or what
+//! [`Queue::add`](crate::Queue::add) wrote), and does not change when the job moves on. Read it
+//! again for fresh state.
+
+use std::time::Duration;
+
+use bullmq_protocol::job_record::{JobRecord, ParentInfo};
+use bullmq_protocol::options::JobOptions;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{QueueError, Result};
+
+/// A job of a queue, decoded from its hash (`{prefix}:{queue}:{id}`).
+///
+/// ```
+/// use std::collections::HashMap;
+/// use ractor_bullmq::Job;
+///
+/// let hash: HashMap<String, String> = [("name", "email"), ("data", r#"{"to":"a@b.c"}"#)]
+///     .into_iter()
+///     .map(|(k, v)| (k.to_string(), v.to_string()))
+///     .collect();
+/// let job = Job::decode("emails", "7", &hash).unwrap();
+/// #[derive(serde::Deserialize)]
+/// struct Email { to: String }
+/// assert_eq!(job.data::<Email>().unwrap().to, "a@b.c");
+/// assert_eq!(job.attempts_made(), 0);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    queue_name: String,
+    record: JobRecord,
+}
+
+impl Job {
+    /// Wraps a decoded record of queue `queue_name`.
+    pub fn from_record(queue_name: impl Into<String>, record: JobRecord) -> Self {
+        Self {
+            queue_name: queue_name.into(),
+            record,
+        }
+    }
+
+    /// Decodes the fields of job `id` of queue `queue_name` (as `HGETALL` returns them).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Decode`] naming the field that could not be read.
+    pub fn decode(
+        queue_name: impl Into<String>,
+        id: &str,
+        fields: &std::collections::HashMap<String, String>,
+    ) -> Result<Self> {
+        let record = JobRecord::decode(id, fields).map_err(|source| QueueError::Decode {
+            job_id: id.to_owned(),
+            source,
+        })?;
+        Ok(Self::from_record(queue_name, record))
+    }
+
+    /// The queue this job belongs to (its name, without prefix).
+    pub fn queue_name(&self) -> &str {
+        &self.queue_name
+    }
+
+    /// The job id.
+    pub fn id(&self) -> &str {
+        &self.record.id
+    }
+
+    /// The job name.
+    pub fn name(&self) -> &str {
+        &self.record.name
+    }
+
+    /// The data, deserialised into `T`.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Json`] when the data does not have the shape of `T`.
+    pub fn data<T: DeserializeOwned>(&self) -> Result<T> {
+        Ok(T::deserialize(&self.record.data)?)
+    }
+
+    /// The data as a JSON value.
+    pub fn data_value(&self) -> &Value {
+        &self.record.data
+    }
+
+    /// The data exactly as stored.
+    pub fn data_raw(&self) -> &str {
+        &self.record.data_raw
+    }
+
+    /// The job's options.
+    pub fn opts(&self) -> &JobOptions {
+        &self.record.opts
+    }
+
+    /// Creation time, ms since the Unix epoch.
+    pub fn timestamp(&self) -> u64 {
+        self.record.timestamp
+    }
+
+    /// Delay requested when the job was added (or last delayed).
+    pub fn delay(&self) -> Duration {
+        Duration::from_millis(self.record.delay)
+    }
+
+    /// Priority (`0` = none, lower runs first).
+    pub fn priority(&self) -> u32 {
+        self.record.priority
+    }
+
+    /// Progress: a number or an object (`0` until reported).
+    pub fn progress(&self) -> &Value {
+        &self.record.progress
+    }
+
+    /// Attempts that finished (failed or completed) (`atm`).
+    pub fn attempts_made(&self) -> u32 {
+        self.record.attempts_made
+    }
+
+    /// Attempts that started (`ats`).
+    pub fn attempts_started(&self) -> u32 {
+        self.record.attempts_started
+    }
+
+    /// How often the job stalled (`stc`).
+    pub fn stalled_counter(&self) -> u32 {
+        self.record.stalled_counter
+    }
+
+    /// When the current or last attempt started, ms since the Unix epoch.
+    pub fn processed_on(&self) -> Option<u64> {
+        self.record.processed_on
+    }
+
+    /// When the job finished, ms since the Unix epoch.
+    pub fn finished_on(&self) -> Option<u64> {
+        self.record.finished_on
+    }
+
+    /// The processor's return value, for completed jobs.
+    pub fn returnvalue(&self) -> Option<&Value> {
+        self.record.returnvalue.as_ref()
+    }
+
+    /// The failure message, for failed (or retried) jobs.
+    pub fn failed_reason(&self) -> Option<&str> {
+        self.record.failed_reason.as_deref()
+    }
+
+    /// Stack traces of the failed attempts.
+    pub fn stacktrace(&self) -> &[String] {
+        &self.record.stacktrace
+    }
+
+    /// Name of the worker that processed the job (`pb`).
+    pub fn processed_by(&self) -> Option<&str> {
+        self.record.processed_by.as_deref()
+    }
+
+    /// The parent's job key, for a child of a flow.
+    pub fn parent_key(&self) -> Option<&str> {
+        self.record.parent_key.as_deref()
+    }
+
+    /// The parent's id and queue, for a child of a flow.
+    pub fn parent(&self) -> Option<&ParentInfo> {
+        self.record.parent.as_ref()
+    }
+
+    /// The job scheduler that produced the job (`rjk`).
+    pub fn repeat_job_key(&self) -> Option<&str> {
+        self.record.repeat_job_key.as_deref()
+    }
+
+    /// The deduplication id (`deid`).
+    pub fn deduplication_id(&self) -> Option<&str> {
+        self.record.deduplication_id.as_deref()
+    }
+
+    /// The whole decoded record.
+    pub fn record(&self) -> &JobRecord {
+        &self.record
+    }
+
+    /// Consumes the job, returning its record.
+    pub fn into_record(self) -> JobRecord {
+        self.record
+    }
+}

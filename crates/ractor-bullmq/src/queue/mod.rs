@@ -1,1 +1,489 @@
-//! The producer and admin side of a queue.
+//! The producer and admin side of a queue: [`Queue`].
+//!
+//! A `Queue` is a cheap-to-clone handle on one Redis connection. Adding a job is one script
+//! call that validates nothing itself: options are checked here first
+//! ([`bullmq_protocol::validation`]) so invalid input never reaches Redis.
+//!
+//! ```no_run
+//! use ractor_bullmq::{Queue, QueueOptions};
+//!
+//! # async fn demo() -> Result<(), ractor_bullmq::QueueError> {
+//! let queue = Queue::new("emails", QueueOptions::from_env()?).await?;
+//! let job = queue.add("welcome", &serde_json::json!({ "to": "a@b.c" })).await?;
+//! let counts = queue.get_job_counts().await?;
+//! assert!(counts.waiting >= 1);
+//! queue.close().await?;
+//! # let _ = job;
+//! # Ok(()) }
+//! ```
+
+mod add;
+mod options;
+mod reports;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::options::JobOptions;
+use bullmq_protocol::state::JobState;
+use bullmq_redis::fred::prelude::{Client, ClientLike};
+use bullmq_redis::queue::{self as scripts, ObliterateStep, RemoveOutcome};
+use serde::Serialize;
+use tracing::Instrument;
+
+pub use add::AddJob;
+pub use options::QueueOptions;
+pub use reports::{JobCounts, JobLogs, QueueMeta};
+
+use crate::error::{QueueError, Result};
+use crate::job::Job;
+
+/// Jobs deleted per obliterate call (as Node).
+const OBLITERATE_BATCH: u32 = 1000;
+
+/// A handle on one queue: add jobs, inspect and administer it.
+///
+/// Cloning is cheap and clones share the connection.
+#[derive(Debug, Clone)]
+pub struct Queue {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    name: String,
+    keys: QueueKeys,
+    client: Client,
+    owns_client: bool,
+    options: QueueOptions,
+}
+
+impl Queue {
+    /// Connects to Redis and opens queue `name`; writes the queue's `meta` (`version`,
+    /// `opts.maxLenEvents`) as a Node `Queue` does, unless
+    /// [`QueueOptions::skip_meta_update`].
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`] with [`bullmq_redis::RedisError::Connect`] when Redis cannot be
+    /// reached within [`bullmq_redis::ConnectionConfig::connect_timeout`].
+    pub async fn new(name: impl Into<String>, options: QueueOptions) -> Result<Self> {
+        let client = options.connection.connect(None).await?;
+        Self::open(name.into(), client, true, options).await
+    }
+
+    /// Opens queue `name` on an existing client (shared, not closed by [`Queue::close`]).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`] when writing `meta` fails.
+    pub async fn with_client(
+        name: impl Into<String>,
+        client: Client,
+        options: QueueOptions,
+    ) -> Result<Self> {
+        Self::open(name.into(), client, false, options).await
+    }
+
+    async fn open(name: String, client: Client, owns: bool, options: QueueOptions) -> Result<Self> {
+        let keys = QueueKeys::new(options.prefix.clone(), name.clone());
+        if !options.skip_meta_update {
+            scripts::set_meta(&client, &keys, options.max_len_events).await?;
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                name,
+                keys,
+                client,
+                owns_client: owns,
+                options,
+            }),
+        })
+    }
+
+    /// The queue name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The queue's Redis keys.
+    pub fn keys(&self) -> &QueueKeys {
+        &self.inner.keys
+    }
+
+    /// The Redis client this handle uses.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// The options this handle was opened with.
+    pub fn options(&self) -> &QueueOptions {
+        &self.inner.options
+    }
+
+    fn client_and_keys(&self) -> (&Client, &QueueKeys) {
+        (&self.inner.client, &self.inner.keys)
+    }
+
+    /// Starts adding a job; set options on the returned builder and `.await` it.
+    ///
+    /// Data that fails to serialise surfaces as [`QueueError::Json`] when awaited.
+    pub fn add(&self, name: impl Into<String>, data: impl Serialize) -> AddJob<'_> {
+        AddJob::new(self, name.into(), data)
+    }
+
+    /// Adds a job with the given options (merged over the queue's default job options).
+    ///
+    /// The returned [`Job`] is what was stored, without reading it back. When the custom id
+    /// already exists (`duplicated`) or the job was deduplicated (`deduplicated`), it carries
+    /// the existing job's id with this call's name, data and options, as Node's does.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Validation`] / [`QueueError::Unsupported`] (nothing written),
+    /// [`QueueError::Json`], [`QueueError::ParentNotFound`], [`QueueError::Redis`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropping the future may or may not have added the job.
+    pub async fn add_job(
+        &self,
+        name: impl Into<String>,
+        data: impl Serialize,
+        opts: JobOptions,
+    ) -> Result<Job> {
+        let data = serde_json::to_string(&data)?;
+        self.add_json(name.into(), data, opts).await
+    }
+
+    pub(crate) async fn add_json(
+        &self,
+        name: String,
+        data: String,
+        opts: JobOptions,
+    ) -> Result<Job> {
+        let (client, keys) = self.client_and_keys();
+        let span = tracing::debug_span!("bullmq.queue.add", queue = %keys, job_name = %name);
+        async {
+            let prepared = add::prepare(
+                keys,
+                &self.inner.options.default_job_options,
+                name,
+                data,
+                opts,
+            )?;
+            let result = scripts::add_job(client, keys, &prepared.new_job).await?;
+            prepared.into_job(&self.inner.name, result)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Adds many jobs in one round trip and one script call (Node `addBulk`): Redis ends as
+    /// after adding them one by one, in order. Every job is validated before anything is
+    /// written.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::add_job`]; on a validation error no job is added.
+    pub async fn add_bulk<N, T>(
+        &self,
+        jobs: impl IntoIterator<Item = (N, T, JobOptions)>,
+    ) -> Result<Vec<Job>>
+    where
+        N: Into<String>,
+        T: Serialize,
+    {
+        let (client, keys) = self.client_and_keys();
+        let defaults = &self.inner.options.default_job_options;
+        let prepared = jobs
+            .into_iter()
+            .map(|(name, data, opts)| {
+                let data = serde_json::to_string(&data)?;
+                add::prepare(keys, defaults, name.into(), data, opts)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let span =
+            tracing::debug_span!("bullmq.queue.add_bulk", queue = %keys, count = prepared.len());
+        async {
+            let new_jobs: Vec<_> = prepared.iter().map(|p| p.new_job.clone()).collect();
+            let results = scripts::add_jobs_bulk(client, keys, &new_jobs).await?;
+            prepared
+                .into_iter()
+                .zip(results)
+                .map(|(job, result)| job.into_job(&self.inner.name, result))
+                .collect()
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Reads a job; `None` when it does not exist.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Decode`] naming the field when the job hash is corrupted;
+    /// [`QueueError::Redis`].
+    pub async fn get_job(&self, job_id: &str) -> Result<Option<Job>> {
+        let (client, keys) = self.client_and_keys();
+        let fields = scripts::get_job_hash(client, keys, job_id).await?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        Job::decode(&self.inner.name, job_id, &fields).map(Some)
+    }
+
+    /// The state of a job ([`JobState::Unknown`] when it is in none).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn get_job_state(&self, job_id: &str) -> Result<JobState> {
+        let (client, keys) = self.client_and_keys();
+        Ok(scripts::get_state(client, keys, job_id).await?)
+    }
+
+    /// Number of jobs in every state, in one round trip.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn get_job_counts(&self) -> Result<JobCounts> {
+        let (client, keys) = self.client_and_keys();
+        let counts = scripts::get_counts(client, keys, &JobCounts::STATES).await?;
+        Ok(JobCounts::from_counts(&counts))
+    }
+
+    /// Ids of the jobs in `states`, positions `start..=end` of each state (`-1` = last), oldest
+    /// first when `ascending`; states are concatenated in the given order, duplicates dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`] (also for [`JobState::Unknown`], which has no key).
+    pub async fn get_job_ids(
+        &self,
+        states: &[JobState],
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> Result<Vec<String>> {
+        let (client, keys) = self.client_and_keys();
+        let ranges = scripts::get_ranges(client, keys, states, start, end, ascending).await?;
+        let mut seen = HashSet::new();
+        Ok(ranges
+            .into_iter()
+            .flatten()
+            .filter(|id| seen.insert(id.clone()))
+            .collect())
+    }
+
+    /// The jobs of [`Queue::get_job_ids`], read concurrently; ids whose hash vanished meanwhile
+    /// are skipped.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Decode`] for a corrupted job; [`QueueError::Redis`].
+    pub async fn get_jobs(
+        &self,
+        states: &[JobState],
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> Result<Vec<Job>> {
+        let ids = self.get_job_ids(states, start, end, ascending).await?;
+        let reads = ids.iter().map(|id| self.get_job(id));
+        let jobs = futures::future::try_join_all(reads).await?;
+        Ok(jobs.into_iter().flatten().collect())
+    }
+
+    /// Pauses the queue: workers (Rust or Node) stop taking jobs; adding still works.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn pause(&self) -> Result<()> {
+        let (client, keys) = self.client_and_keys();
+        Ok(scripts::pause(client, keys).await?)
+    }
+
+    /// Resumes a paused queue.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn resume(&self) -> Result<()> {
+        let (client, keys) = self.client_and_keys();
+        Ok(scripts::resume(client, keys).await?)
+    }
+
+    /// Whether the queue is paused.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn is_paused(&self) -> Result<bool> {
+        let (client, keys) = self.client_and_keys();
+        Ok(scripts::is_paused(client, keys).await?)
+    }
+
+    /// Removes all waiting and prioritized jobs, and delayed ones too when `delayed`; active
+    /// and finished jobs stay. Returns how many jobs were removed.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn drain(&self, delayed: bool) -> Result<u64> {
+        let (client, keys) = self.client_and_keys();
+        Ok(scripts::drain(client, keys, delayed).await?)
+    }
+
+    /// Removes jobs in `state` older than `grace` (by finishedOn, processedOn or timestamp),
+    /// at most `limit` (0 = all) (Node `clean`). Emits `cleaned`; returns the removed ids.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`] (also for [`JobState::Unknown`]).
+    pub async fn clean(&self, grace: Duration, limit: u64, state: JobState) -> Result<Vec<String>> {
+        let (client, keys) = self.client_and_keys();
+        let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        let cutoff = add::now_ms().saturating_sub(grace_ms);
+        Ok(scripts::clean(client, keys, state, cutoff, limit).await?)
+    }
+
+    /// Deletes the queue and all its jobs (pausing it first), in batches of 1000 jobs.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::ActiveJobs`] when jobs are active and `force` is false (jobs deleted in
+    /// earlier batches stay deleted, none active is touched); [`QueueError::Redis`].
+    pub async fn obliterate(&self, force: bool) -> Result<()> {
+        let (client, keys) = self.client_and_keys();
+        match scripts::obliterate(client, keys, force, OBLITERATE_BATCH).await? {
+            ObliterateStep::ActiveJobs => Err(QueueError::ActiveJobs {
+                queue: keys.qualified_name().to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes a job (and its flow children) with all its keys; `false` when it did not exist.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::JobLocked`] when a worker holds it, [`QueueError::SchedulerJob`] for a
+    /// job scheduler's pending run, [`QueueError::Redis`].
+    pub async fn remove(&self, job_id: &str) -> Result<bool> {
+        let (client, keys) = self.client_and_keys();
+        match scripts::remove_job(client, keys, job_id, true).await? {
+            RemoveOutcome::Removed => Ok(true),
+            RemoveOutcome::NotFound => Ok(false),
+            RemoveOutcome::Locked => Err(QueueError::JobLocked {
+                job_id: job_id.to_owned(),
+            }),
+            _ => Err(QueueError::SchedulerJob {
+                job_id: job_id.to_owned(),
+            }),
+        }
+    }
+
+    /// Log lines `start..=end` (`-1` = last) of a job, oldest first when `ascending`.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn get_job_logs(
+        &self,
+        job_id: &str,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> Result<JobLogs> {
+        let (client, keys) = self.client_and_keys();
+        let (logs, count) =
+            scripts::get_job_logs(client, keys, job_id, start, end, ascending).await?;
+        Ok(JobLogs { logs, count })
+    }
+
+    /// Appends a line to a job's log, keeping the newest `keep_logs` lines when given (Node
+    /// `job.log` with `keepLogs`). Returns the number of lines kept.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::JobNotFound`], [`QueueError::Redis`].
+    pub async fn add_job_log(
+        &self,
+        job_id: &str,
+        line: &str,
+        keep_logs: Option<u64>,
+    ) -> Result<u64> {
+        let (client, keys) = self.client_and_keys();
+        scripts::add_log(client, keys, job_id, line, keep_logs)
+            .await?
+            .ok_or_else(|| QueueError::JobNotFound {
+                job_id: job_id.to_owned(),
+            })
+    }
+
+    /// Sets a job's progress (a number or any JSON object) and emits `progress`.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::JobNotFound`], [`QueueError::Json`], [`QueueError::Redis`].
+    pub async fn update_progress(&self, job_id: &str, progress: impl Serialize) -> Result<()> {
+        let (client, keys) = self.client_and_keys();
+        let progress = serde_json::to_string(&progress)?;
+        if scripts::update_progress(client, keys, job_id, &progress).await? {
+            Ok(())
+        } else {
+            Err(QueueError::JobNotFound {
+                job_id: job_id.to_owned(),
+            })
+        }
+    }
+
+    /// Replaces a job's data.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::JobNotFound`], [`QueueError::Json`], [`QueueError::Redis`].
+    pub async fn update_data(&self, job_id: &str, data: impl Serialize) -> Result<()> {
+        let (client, keys) = self.client_and_keys();
+        let data = serde_json::to_string(&data)?;
+        if scripts::update_data(client, keys, job_id, &data).await? {
+            Ok(())
+        } else {
+            Err(QueueError::JobNotFound {
+                job_id: job_id.to_owned(),
+            })
+        }
+    }
+
+    /// The queue's `meta` hash.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn get_meta(&self) -> Result<QueueMeta> {
+        let (client, keys) = self.client_and_keys();
+        Ok(QueueMeta::from_raw(scripts::get_meta(client, keys).await?))
+    }
+
+    /// Closes the connection when this handle opened it ([`Queue::new`]); a shared client
+    /// ([`Queue::with_client`]) is left open. Other clones of this handle stop working too.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`] when the connection does not close cleanly.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.owns_client {
+            self.inner
+                .client
+                .quit()
+                .await
+                .map_err(bullmq_redis::RedisError::from)?;
+        }
+        Ok(())
+    }
+}

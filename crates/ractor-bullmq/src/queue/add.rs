@@ -1,0 +1,260 @@
+//! Adding jobs: turning a name, data and options into what `add_job.lua` stores, and the
+//! `queue.add(..)` builder.
+
+use std::collections::HashMap;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bullmq_protocol::job_record::field;
+use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::options::{Backoff, Deduplication, JobOptions, KeepJobs, ParentRef};
+use bullmq_protocol::validation::validate_job_at;
+use bullmq_redis::queue::{AddResult, NewJob, ParentLink};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::Queue;
+use crate::error::{QueueError, Result};
+use crate::job::Job;
+
+/// A job ready to be written, with the [`Job`] it becomes once its id is known.
+pub(crate) struct PreparedJob {
+    pub(crate) new_job: NewJob,
+    fields: HashMap<String, String>,
+}
+
+impl PreparedJob {
+    /// The [`Job`] as stored under the id the script returned.
+    pub(crate) fn into_job(self, queue_name: &str, result: AddResult) -> Result<Job> {
+        match result {
+            AddResult::Id(id) => Job::decode(queue_name, &id, &self.fields),
+            AddResult::ParentMissing { parent_key } => {
+                Err(QueueError::ParentNotFound { parent_key })
+            }
+            // A reply variant added to the Redis layer later must not be mistaken for success.
+            other => Err(QueueError::Redis(
+                bullmq_redis::RedisError::UnexpectedReply {
+                    script: "add_job",
+                    detail: format!("{other:?}"),
+                },
+            )),
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch, from the system clock.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Node's `Object.assign({}, defaults, opts, { jobId: opts.jobId })`: per option, the job's
+/// own value wins; the custom id never comes from the defaults.
+fn merge_options(defaults: &JobOptions, opts: JobOptions) -> Result<JobOptions> {
+    let job_id = opts.job_id.clone();
+    let mut merged = match serde_json::to_value(defaults)? {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    if let Value::Object(own) = serde_json::to_value(&opts)? {
+        merged.extend(own);
+    }
+    let mut merged: JobOptions = serde_json::from_value(Value::Object(merged))?;
+    merged.job_id = job_id;
+    Ok(merged)
+}
+
+/// Validates and encodes one job. Nothing is written here; an error means nothing will be.
+pub(crate) fn prepare(
+    keys: &QueueKeys,
+    defaults: &JobOptions,
+    name: String,
+    data_json: String,
+    opts: JobOptions,
+) -> Result<PreparedJob> {
+    let mut opts = merge_options(defaults, opts)?;
+    if opts
+        .deduplication
+        .as_ref()
+        .is_some_and(|d| d.keep_last_if_active == Some(true))
+    {
+        return Err(QueueError::Unsupported {
+            option: "deduplication.keepLastIfActive",
+            reason: "the job stored for after the active one would never be enqueued",
+        });
+    }
+    // Node's Job constructor always stores `attempts` (0 = a single try).
+    opts.attempts.get_or_insert(0);
+    let timestamp = opts.timestamp.unwrap_or_else(now_ms);
+    validate_job_at(&name, data_json.len(), &opts, timestamp)?;
+
+    // Node keeps the scheduler key out of the stored options and in `rjk`.
+    let repeat_job_key = opts.repeat_job_key.take();
+    let parent = opts
+        .parent
+        .as_ref()
+        .map(|parent| parent_link(parent, &opts));
+    let opts_json = opts.to_json();
+
+    let mut fields: HashMap<String, String> = [
+        (field::NAME, name.clone()),
+        (field::DATA, data_json.clone()),
+        (field::OPTS, opts_json.clone()),
+        (field::TIMESTAMP, timestamp.to_string()),
+        (field::DELAY, opts.delay.unwrap_or(0).to_string()),
+        (field::PRIORITY, opts.priority.unwrap_or(0).to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    if let Some(link) = &parent {
+        fields.insert(field::PARENT_KEY.to_owned(), link.parent_key.clone());
+        fields.insert(field::PARENT.to_owned(), link.parent_json.clone());
+    }
+    if let Some(rjk) = &repeat_job_key {
+        fields.insert(field::REPEAT_JOB_KEY.to_owned(), rjk.clone());
+    }
+    if let Some(dedup) = &opts.deduplication {
+        fields.insert(field::DEDUPLICATION_ID.to_owned(), dedup.id.clone());
+    }
+
+    let mut new_job = NewJob::new(name, data_json, opts_json, timestamp);
+    new_job.custom_id = opts.job_id.clone().filter(|id| !id.is_empty());
+    new_job.repeat_job_key = repeat_job_key;
+    if let Some(link) = parent {
+        new_job = new_job.with_parent(link);
+    }
+    tracing::trace!(queue = %keys, "job prepared");
+    Ok(PreparedJob { new_job, fields })
+}
+
+/// The child's `parent` field: `{id, queueKey}` plus the failure policy flags that are on.
+fn parent_link(parent: &ParentRef, opts: &JobOptions) -> ParentLink {
+    let mut info = json!({ "id": parent.id, "queueKey": parent.queue });
+    for (flag, on) in [
+        ("fpof", opts.fail_parent_on_failure),
+        ("rdof", opts.remove_dependency_on_failure),
+        ("idof", opts.ignore_dependency_on_failure),
+        ("cpof", opts.continue_parent_on_failure),
+    ] {
+        if on == Some(true) {
+            info[flag] = Value::Bool(true);
+        }
+    }
+    ParentLink::new(parent.job_key(), info.to_string())
+}
+
+/// A job being added: set options, then `.await` it (Node `queue.add(name, data, opts)`).
+///
+/// ```no_run
+/// # async fn demo(queue: &ractor_bullmq::Queue) -> Result<(), ractor_bullmq::QueueError> {
+/// use std::time::Duration;
+/// let job = queue
+///     .add("email", &serde_json::json!({ "to": "a@b.c" }))
+///     .delay(Duration::from_secs(5))
+///     .priority(3)
+///     .attempts(5)
+///     .await?;
+/// println!("added job {}", job.id());
+/// # Ok(()) }
+/// ```
+#[must_use = "a job is only added when the builder is awaited"]
+pub struct AddJob<'q> {
+    queue: &'q Queue,
+    name: String,
+    data: std::result::Result<String, serde_json::Error>,
+    opts: JobOptions,
+}
+
+impl<'q> AddJob<'q> {
+    pub(crate) fn new(queue: &'q Queue, name: String, data: impl Serialize) -> Self {
+        Self {
+            queue,
+            name,
+            data: serde_json::to_string(&data),
+            opts: JobOptions::new(),
+        }
+    }
+
+    /// Replaces all options set so far.
+    pub fn opts(mut self, opts: JobOptions) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    /// Run no earlier than `delay` from now (Node `delay`).
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.opts = self.opts.delay(delay);
+        self
+    }
+
+    /// Priority `1..=2 097 151`, lower first; 0 = none (Node `priority`).
+    pub fn priority(mut self, priority: u32) -> Self {
+        self.opts = self.opts.priority(priority);
+        self
+    }
+
+    /// Take this job before the others waiting (Node `lifo`).
+    pub fn lifo(mut self, lifo: bool) -> Self {
+        self.opts = self.opts.lifo(lifo);
+        self
+    }
+
+    /// Custom job id (Node `jobId`); adding an existing id does not overwrite it.
+    pub fn job_id(mut self, id: impl Into<String>) -> Self {
+        self.opts = self.opts.job_id(id);
+        self
+    }
+
+    /// Total tries (Node `attempts`).
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.opts = self.opts.attempts(attempts);
+        self
+    }
+
+    /// Delay between tries (Node `backoff`).
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.opts = self.opts.backoff(backoff);
+        self
+    }
+
+    /// What to keep of the job once completed (Node `removeOnComplete`).
+    pub fn remove_on_complete(mut self, keep: KeepJobs) -> Self {
+        self.opts = self.opts.remove_on_complete(keep);
+        self
+    }
+
+    /// What to keep of the job once failed (Node `removeOnFail`).
+    pub fn remove_on_fail(mut self, keep: KeepJobs) -> Self {
+        self.opts = self.opts.remove_on_fail(keep);
+        self
+    }
+
+    /// Deduplicate against other jobs with the same id (Node `deduplication`).
+    pub fn deduplication(mut self, deduplication: Deduplication) -> Self {
+        self.opts = self.opts.deduplication(deduplication);
+        self
+    }
+
+    /// Adds the job.
+    ///
+    /// # Errors
+    ///
+    /// See [`Queue::add_job`].
+    pub async fn send(self) -> Result<Job> {
+        let data = self.data?;
+        self.queue.add_json(self.name, data, self.opts).await
+    }
+}
+
+impl<'q> IntoFuture for AddJob<'q> {
+    type Output = Result<Job>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<Job>> + Send + 'q>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.send())
+    }
+}
