@@ -12,3 +12,6 @@ pub mod worker;
 
 pub use bullmq_protocol as protocol;
 pub use bullmq_redis::ConnectionConfig;
+pub use error::QueueError;
+pub use job::Job;
+pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
