@@ -6,6 +6,7 @@
 
 pub mod connection;
 pub mod error;
+pub mod events;
 pub mod script;
 
 pub use connection::ConnectionConfig;

@@ -4,6 +4,7 @@
 //! Rust workers and the other way round.
 
 pub mod error;
+pub mod events;
 pub mod job;
 pub mod queue;
 pub mod store;
@@ -13,5 +14,9 @@ pub mod worker;
 pub use bullmq_protocol as protocol;
 pub use bullmq_redis::ConnectionConfig;
 pub use error::QueueError;
+pub use events::{
+    QueueEvent, QueueEvents, QueueEventsArgs, QueueEventsError, QueueEventsHandle,
+    QueueEventsHandler, QueueEventsMsg, QueueEventsOptions, QueueEventsProducer,
+};
 pub use job::Job;
 pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};

@@ -1,0 +1,207 @@
+//! The read loop of a QueueEvents actor, in its own task so the actor's mailbox stays free.
+//!
+//! The task owns the dedicated connection. It blocks in `XREAD BLOCK` after the current
+//! position, hands every non-empty batch to the actor with a call (so at most one batch is in
+//! flight: a slow actor slows the reads instead of piling batches up) and advances its position
+//! only once the actor has delivered the batch. Errors (connection lost, Redis restarting) are
+//! retried with exponential backoff from the same position, so nothing is skipped and nothing
+//! is read twice; fred reconnects the client underneath.
+//!
+//! The task ends when the actor is gone (its call fails) or when [`ReaderGuard`] aborts it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bullmq_protocol::events::StreamEvent;
+use bullmq_redis::events::{close_blocked_client, newest_event_id, read_events};
+use bullmq_redis::fred::prelude::{Client, ClientLike};
+use bullmq_redis::ConnectionConfig;
+use ractor::rpc::CallResult;
+use ractor::ActorRef;
+use tokio::task::JoinHandle;
+
+use super::queue_events::{QueueEventsMsg, ReadBatch};
+use super::shared::Cursor;
+
+/// Most entries asked for per `XREAD` (`COUNT`); a replay of a long stream comes in batches.
+/// Capped further by the subscriber buffer, so one batch alone never overflows a subscriber
+/// that had caught up.
+const MAX_READ_COUNT: u64 = 1_000;
+/// First and largest pause between two failed attempts.
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Extra time a blocked read may take past its block timeout before the connection is
+/// considered stuck (a reset connection can leave a read that never answers).
+const READ_GRACE: Duration = Duration::from_secs(2);
+
+/// What the read loop needs to know.
+#[derive(Debug, Clone)]
+pub(crate) struct ReaderSettings {
+    pub(crate) connection: ConnectionConfig,
+    pub(crate) client_name: String,
+    pub(crate) key: String,
+    pub(crate) block_timeout: Duration,
+    pub(crate) subscriber_buffer: usize,
+}
+
+/// Owns the read task and its connection; stopping it aborts the read promptly.
+pub(crate) struct ReaderGuard {
+    task: JoinHandle<()>,
+    client: Arc<Mutex<Option<Client>>>,
+}
+
+impl ReaderGuard {
+    /// Aborts the read loop and closes its connection (interrupting a blocked `XREAD`).
+    pub(crate) async fn shutdown(mut self) {
+        self.task.abort();
+        if let Some(client) = take_client(&self.client) {
+            if let Err(error) = close_blocked_client(&client).await {
+                tracing::debug!(%error, "closing the QueueEvents connection failed");
+            }
+        }
+        // Drop runs next and finds nothing left to do.
+        self.client = Arc::new(Mutex::new(None));
+    }
+}
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        // Reached when the actor dies without `post_stop` (panic, kill): the task must not
+        // outlive it, and the connection must not leak.
+        self.task.abort();
+        if let Some(client) = take_client(&self.client) {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = close_blocked_client(&client).await;
+                });
+            }
+        }
+    }
+}
+
+fn take_client(slot: &Arc<Mutex<Option<Client>>>) -> Option<Client> {
+    match slot.lock() {
+        Ok(mut guard) => guard.take(),
+        Err(poisoned) => poisoned.into_inner().take(),
+    }
+}
+
+/// Starts the read loop for `actor` from the position in `cursor`.
+pub(crate) fn spawn_reader(
+    settings: ReaderSettings,
+    cursor: Cursor,
+    actor: ActorRef<QueueEventsMsg>,
+) -> ReaderGuard {
+    let client = Arc::new(Mutex::new(None));
+    let task = tokio::spawn(read_loop(settings, cursor, actor, Arc::clone(&client)));
+    ReaderGuard { task, client }
+}
+
+/// Doubling pause between attempts, reset after a success.
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Self {
+        Self(BACKOFF_MIN)
+    }
+
+    async fn wait(&mut self) {
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(BACKOFF_MAX);
+    }
+
+    fn reset(&mut self) {
+        self.0 = BACKOFF_MIN;
+    }
+}
+
+async fn read_loop(
+    settings: ReaderSettings,
+    cursor: Cursor,
+    actor: ActorRef<QueueEventsMsg>,
+    slot: Arc<Mutex<Option<Client>>>,
+) {
+    let mut backoff = Backoff::new();
+    let client = loop {
+        match settings
+            .connection
+            .connect(Some(settings.client_name.clone()))
+            .await
+        {
+            Ok(client) => break client,
+            Err(error) => {
+                tracing::warn!(%error, key = %settings.key, "QueueEvents cannot connect; retrying");
+                backoff.wait().await;
+            }
+        }
+    };
+    match slot.lock() {
+        Ok(mut guard) => *guard = Some(client.clone()),
+        Err(poisoned) => *poisoned.into_inner() = Some(client.clone()),
+    }
+    backoff.reset();
+
+    let read_count = u64::try_from(settings.subscriber_buffer)
+        .unwrap_or(MAX_READ_COUNT)
+        .clamp(1, MAX_READ_COUNT);
+    let mut position = cursor.get();
+    loop {
+        if position == "$" {
+            // Pin "from now on" to a concrete id, so a reconnect before the first event does
+            // not skip what was appended meanwhile. No entry: everything that comes is new.
+            match newest_event_id(&client, &settings.key).await {
+                Ok(newest) => {
+                    position = newest.unwrap_or_else(|| "0-0".to_owned());
+                    cursor.pin_start(&position);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, key = %settings.key, "QueueEvents cannot read the stream; retrying");
+                    backoff.wait().await;
+                    continue;
+                }
+            }
+        }
+        let read = read_events(
+            &client,
+            &settings.key,
+            &position,
+            Some(settings.block_timeout),
+            Some(read_count),
+        );
+        let entries = match tokio::time::timeout(settings.block_timeout + READ_GRACE, read).await {
+            Ok(Ok(entries)) => entries,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, key = %settings.key, after = %position, "QueueEvents read failed; retrying");
+                backoff.wait().await;
+                continue;
+            }
+            Err(_) => {
+                tracing::warn!(key = %settings.key, "QueueEvents read did not return in time; reconnecting");
+                if let Err(error) = client.force_reconnection().await {
+                    tracing::warn!(%error, "QueueEvents reconnect failed");
+                }
+                backoff.wait().await;
+                continue;
+            }
+        };
+        backoff.reset();
+        let Some(last) = entries.last().map(|entry| entry.id.clone()) else {
+            continue; // block timed out
+        };
+        let events: Vec<StreamEvent> = entries
+            .into_iter()
+            .map(|entry| StreamEvent::decode(entry.id, entry.fields))
+            .collect();
+        let delivered = actor
+            .call(
+                |reply| QueueEventsMsg::Batch(ReadBatch { events }, reply),
+                None,
+            )
+            .await;
+        match delivered {
+            Ok(CallResult::Success(())) => position = last,
+            // The actor stopped or failed: a successor starts its own reader from the cursor.
+            _ => return,
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Our QueueEvents against Node BullMQ: it receives, typed, what a Node producer and a Node
+//! Worker write; Node's QueueEvents receives what our QueueEventsProducer publishes.
+
+mod common;
+mod queue_events_support;
+
+use std::time::Duration;
+
+use common::*;
+use queue_events_support::*;
+use ractor_bullmq::protocol::events::Event;
+use ractor_bullmq::QueueEventsHandle;
+use serde_json::json;
+
+#[tokio::test]
+async fn receives_node_worker_events_typed_and_in_stream_order() -> anyhow::Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("qe-node");
+    let events = QueueEventsHandle::start(options(&queue, "0")).await?;
+    let mut rx = events.subscribe_stream();
+
+    run_node(
+        "add_jobs.js",
+        &json!({"queue": queue, "jobs": [
+            {"name": "ok", "data": {"progress": [40, {"step": 2}], "returnValue": {"sum": 3}}},
+            {"name": "bad", "data": {"fail": "boom"}},
+            {"name": "later", "data": {}, "opts": {"delay": 600_000}},
+        ]}),
+    )
+    .await?;
+    let worker = run_node(
+        "run_worker.js",
+        &json!({"queue": queue, "stopAfter": 2, "timeoutMs": 30_000}),
+    )
+    .await?;
+    assert_eq!(worker["stoppedBy"], "count", "{worker}");
+
+    // Everything the stream holds now must reach us, in order, once.
+    let stored = read_events(&queue).await?;
+    let received = recv_n(&mut rx, stored.len(), Duration::from_secs(20)).await?;
+    let received_ids: Vec<&str> = received.iter().map(|e| e.id.as_str()).collect();
+    let stored_ids: Vec<&str> = stored.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(received_ids, stored_ids);
+    for (ours, raw) in received.iter().zip(&stored) {
+        // The typed event re-encodes to exactly the stored fields (names and order).
+        let mut expected = vec![("event".to_owned(), raw.event.clone())];
+        expected.extend(raw.fields.iter().cloned());
+        assert_eq!(ours.event.to_fields(), expected, "event {}", ours.id);
+        assert!(
+            !matches!(ours.event, Event::Custom { .. }),
+            "untyped: {ours:?}"
+        );
+    }
+
+    let find = |pred: &dyn Fn(&Event) -> bool| received.iter().any(|e| pred(&e.event));
+    assert!(find(
+        &|e| matches!(e, Event::Added { job_id, name } if job_id == "1" && name == "ok")
+    ));
+    assert!(find(
+        &|e| matches!(e, Event::Waiting { job_id, .. } if job_id == "1")
+    ));
+    assert!(find(
+        &|e| matches!(e, Event::Active { job_id, prev } if job_id == "1" && prev.as_deref() == Some("waiting"))
+    ));
+    assert!(find(
+        &|e| matches!(e, Event::Progress { job_id, data } if job_id == "1" && *data == json!(40))
+    ));
+    assert!(find(
+        &|e| matches!(e, Event::Progress { job_id, data } if job_id == "1" && *data == json!({"step": 2}))
+    ));
+    assert!(find(
+        &|e| matches!(e, Event::Completed { job_id, returnvalue, prev }
+        if job_id == "1" && *returnvalue == json!({"sum": 3}) && prev.as_deref() == Some("active"))
+    ));
+    assert!(find(
+        &|e| matches!(e, Event::Failed { job_id, failed_reason, .. }
+        if job_id == "2" && failed_reason == "boom")
+    ));
+    let now = now_ms();
+    assert!(find(
+        &|e| matches!(e, Event::Delayed { job_id, delay } if job_id == "3" && *delay > now)
+    ));
+    assert!(find(
+        &|e| matches!(e, Event::RetriesExhausted { job_id, attempts_made }
+        if job_id == "2" && *attempts_made == 1)
+    ));
+
+    assert_eq!(
+        events.last_event_id(),
+        stored.last().map(|e| e.id.clone()).unwrap_or_default()
+    );
+    events.close().await;
+    assert!(rx.recv().await.is_none(), "close ends the subscription");
+    cleanup(&queue).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn node_queue_events_receives_our_custom_event() -> anyhow::Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("qe-producer");
+    let producer = producer(&queue).await?;
+    let id = producer
+        .publish_event("example", [("custom", "value"), ("jobId", "42")], 1_000)
+        .await?;
+
+    let heard = run_node(
+        "collect_events.js",
+        &json!({"queue": queue, "mode": "listen", "count": 1, "durationMs": 10_000}),
+    )
+    .await?;
+    let heard = heard["events"].as_array().cloned().unwrap_or_default();
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0]["event"], "example");
+    assert_eq!(heard[0]["id"], id.as_str());
+    assert_eq!(heard[0]["args"], json!({"custom": "value", "jobId": "42"}));
+
+    // The stored layout is Node's: `event` first, then the fields in order.
+    let stored = read_events(&queue).await?;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].event, "example");
+    assert_eq!(
+        stored[0].fields,
+        vec![
+            ("custom".to_owned(), "value".to_owned()),
+            ("jobId".to_owned(), "42".to_owned())
+        ]
+    );
+
+    // And our QueueEvents sees it as a custom event carrying its raw fields.
+    let events = QueueEventsHandle::start(options(&queue, "0").autorun(false)).await?;
+    let mut rx = events.subscribe_stream();
+    events.run().await?;
+    let got = recv_n(&mut rx, 1, Duration::from_secs(10)).await?;
+    assert_eq!(got[0].id, id);
+    assert!(matches!(&got[0].event, Event::Custom { name, fields }
+        if name == "example" && fields.len() == 2 && got[0].event.job_id() == Some("42")));
+    events.close().await;
+    producer.close().await;
+    cleanup(&queue).await?;
+    Ok(())
+}

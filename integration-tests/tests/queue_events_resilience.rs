@@ -1,0 +1,413 @@
+//! QueueEvents survives what happens to its connection and to itself: a killed connection, a
+//! Redis restart, a crash under a supervisor. Nothing is skipped, nothing is delivered twice.
+//! `close()` interrupts a blocked read.
+
+mod common;
+mod queue_events_support;
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use common::*;
+use fred::prelude::ClientLike;
+use fred::types::{ClusterHash, CustomCommand};
+use queue_events_support::*;
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor_bullmq::protocol::events::StreamEvent;
+use ractor_bullmq::protocol::keys::QueueKeys;
+use ractor_bullmq::{
+    ConnectionConfig, QueueEvents, QueueEventsArgs, QueueEventsHandle, QueueEventsHandler,
+    QueueEventsOptions, QueueEventsProducer,
+};
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn ids(events: &[StreamEvent]) -> Vec<String> {
+    events.iter().map(|e| e.id.clone()).collect()
+}
+
+/// `CLIENT KILL ID` of every connection named `name` (only ours: the name holds a unique queue).
+async fn kill_connections_named(name: &str) -> Result<usize> {
+    let client = raw_client().await?;
+    let list = client_list(&client).await?;
+    let mut killed = 0;
+    for line in list.lines() {
+        let field = |key: &str| {
+            line.split(' ')
+                .find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+                .map(str::to_owned)
+        };
+        if field("name").as_deref() == Some(name) {
+            if let Some(id) = field("id") {
+                let _: i64 = client
+                    .custom(
+                        CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
+                        vec!["KILL".to_owned(), "ID".to_owned(), id],
+                    )
+                    .await?;
+                killed += 1;
+            }
+        }
+    }
+    client.quit().await?;
+    Ok(killed)
+}
+
+#[tokio::test]
+async fn killed_connection_resumes_without_skipping_or_repeating() -> Result<()> {
+    let queue = unique_queue("qe-kill");
+    let keys = QueueKeys::new(PREFIX, queue.clone());
+    let conn_name = bullmq_redis::events::queue_events_client_name(&keys);
+    let producer = producer(&queue).await?;
+    let events = QueueEventsHandle::start(options(&queue, "0")).await?;
+    let mut rx = events.subscribe_stream();
+
+    let mut expected = Vec::new();
+    let mut received = Vec::new();
+    for round in 0..4 {
+        let published = publish_ticks(&producer, round * 10, 10).await?;
+        expected.extend(published);
+        received.extend(recv_n(&mut rx, 10, WAIT).await?);
+        // The connection is named as Node names QueueEvents connections, which is how we find it.
+        eventually("the :qe connection to exist and be killed", WAIT, || {
+            let conn_name = conn_name.clone();
+            async move {
+                kill_connections_named(&conn_name)
+                    .await
+                    .map(|n| n > 0)
+                    .unwrap_or(false)
+            }
+        })
+        .await?;
+        // Published while the reader is reconnecting: must still arrive, once.
+        let during = publish_ticks(&producer, 1_000 + round * 10, 3).await?;
+        expected.extend(during);
+        received.extend(recv_n(&mut rx, 3, WAIT).await?);
+    }
+    assert_eq!(ids(&received), expected);
+    // Nothing else arrives (nothing twice).
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1_500), rx.recv())
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        events.last_event_id(),
+        expected.last().cloned().unwrap_or_default()
+    );
+
+    events.close().await;
+    producer.close().await;
+    cleanup(&queue).await?;
+    Ok(())
+}
+
+/// A private `redis-server` on a free loopback port, stopped on drop.
+struct PrivateRedis {
+    port: u16,
+    child: tokio::process::Child,
+}
+
+impl PrivateRedis {
+    async fn start(port: u16) -> Result<Self> {
+        let child = tokio::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("redis-server")?;
+        let server = Self { port, child };
+        eventually("private redis to answer", WAIT, || async move {
+            redis_cli(port, &["ping"])
+                .await
+                .map(|out| out.trim() == "PONG")
+                .unwrap_or(false)
+        })
+        .await?;
+        Ok(server)
+    }
+
+    async fn stop(mut self) -> Result<()> {
+        let _ = redis_cli(self.port, &["shutdown", "nosave"]).await;
+        tokio::time::timeout(WAIT, self.child.wait()).await??;
+        Ok(())
+    }
+
+    fn connection(&self) -> ConnectionConfig {
+        ConnectionConfig::from_url(&format!("redis://127.0.0.1:{}", self.port)).expect("url")
+    }
+}
+
+async fn redis_cli(port: u16, args: &[&str]) -> Result<String> {
+    let out = tokio::process::Command::new("redis-cli")
+        .arg("-p")
+        .arg(port.to_string())
+        .args(args)
+        .output()
+        .await?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A loopback port nobody listens on (6390 + random, checked by binding it).
+fn free_port() -> Result<u16> {
+    for _ in 0..50 {
+        let port = 6_390 + (now_ms() % 2_000) as u16 + (std::process::id() % 100) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    bail!("no free port found")
+}
+
+#[tokio::test]
+async fn redis_restart_while_blocked_delivers_every_later_event_once() -> Result<()> {
+    if std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPING: redis-server is not on PATH");
+        return Ok(());
+    }
+    let port = free_port()?;
+    let redis = PrivateRedis::start(port).await?;
+    let connection = redis.connection();
+    let queue = unique_queue("qe-restart");
+    let options = QueueEventsOptions::new(&queue, connection.clone())
+        .block_timeout(Duration::from_millis(500));
+    let events = QueueEventsHandle::start(options).await?;
+    let mut rx = events.subscribe_stream();
+    eventually("`$` pinned", WAIT, || {
+        let id = events.last_event_id();
+        async move { id != "$" }
+    })
+    .await?;
+    let producer = QueueEventsProducer::connect(&queue, &connection, None).await?;
+    let before = publish_ticks(&producer, 0, 3).await?;
+    assert_eq!(ids(&recv_n(&mut rx, 3, WAIT).await?), before);
+
+    redis.stop().await?;
+    let redis = PrivateRedis::start(port).await?;
+    // The producer's client reconnects by itself; publish once it is back.
+    let mut after = Vec::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    for n in 3..6 {
+        loop {
+            match producer
+                .publish_event("tick", [("n", n.to_string())], 1_000)
+                .await
+            {
+                Ok(id) => break after.push(id),
+                Err(error) if tokio::time::Instant::now() > deadline => return Err(error.into()),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+    let got = recv_n(&mut rx, 3, WAIT).await?;
+    assert_eq!(ids(&got), after);
+    assert_eq!(
+        got.iter().map(tick_n).collect::<Vec<_>>(),
+        vec![Some(3), Some(4), Some(5)]
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1_500), rx.recv())
+            .await
+            .is_err()
+    );
+
+    events.close().await;
+    producer.close().await;
+    redis.stop().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn close_interrupts_a_blocked_read() -> Result<()> {
+    let queue = unique_queue("qe-close");
+    let options = options(&queue, "$").block_timeout(Duration::from_secs(60));
+    let events = QueueEventsHandle::start(options).await?;
+    let mut rx = events.subscribe_stream();
+    let keys = QueueKeys::new(PREFIX, queue.clone());
+    let conn_name = bullmq_redis::events::queue_events_client_name(&keys);
+    eventually("reader blocked in XREAD", WAIT, || {
+        let conn_name = conn_name.clone();
+        async move { blocked_client_named(&conn_name).await.unwrap_or(false) }
+    })
+    .await?;
+    // Far less than the 60 s block: close must not wait for the XREAD to time out.
+    tokio::time::timeout(Duration::from_secs(10), events.close())
+        .await
+        .context("close() waited for the blocked read")?;
+    assert!(rx.recv().await.is_none());
+    eventually("the :qe connection to be gone", WAIT, || {
+        let conn_name = conn_name.clone();
+        async move { !client_named(&conn_name).await.unwrap_or(true) }
+    })
+    .await?;
+    cleanup(&queue).await?;
+    Ok(())
+}
+
+async fn client_list(client: &fred::prelude::Client) -> Result<String> {
+    Ok(client
+        .custom(
+            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
+            vec!["LIST".to_owned()],
+        )
+        .await?)
+}
+
+async fn client_line(name: &str) -> Result<Option<String>> {
+    let client = raw_client().await?;
+    let list = client_list(&client).await?;
+    client.quit().await?;
+    Ok(list
+        .lines()
+        .find(|line| line.split(' ').any(|kv| kv == format!("name={name}")))
+        .map(str::to_owned))
+}
+
+async fn client_named(name: &str) -> Result<bool> {
+    Ok(client_line(name).await?.is_some())
+}
+
+async fn blocked_client_named(name: &str) -> Result<bool> {
+    Ok(client_line(name)
+        .await?
+        .is_some_and(|line| line.contains("cmd=xread") && line.contains("flags=b")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crash and restart under a supervisor
+// ---------------------------------------------------------------------------------------------
+
+/// Fails on the first `tick` with n = 5 it sees (once), counts inits and handled events.
+struct FailOnce {
+    failed: Arc<AtomicBool>,
+    inits: Arc<AtomicUsize>,
+    handled: mpsc::UnboundedSender<String>,
+}
+
+impl QueueEventsHandler for FailOnce {
+    type State = ();
+
+    async fn init(&mut self) -> anyhow::Result<()> {
+        self.inits.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn handle_event(&mut self, event: StreamEvent, _: ()) -> anyhow::Result<()> {
+        let _ = self.handled.send(event.id.clone());
+        if tick_n(&event) == Some(5) && !self.failed.swap(true, Ordering::SeqCst) {
+            bail!("failing on tick 5 on purpose");
+        }
+        Ok(())
+    }
+}
+
+/// Restarts its QueueEvents child with the same arguments when it fails.
+struct Restarter;
+
+impl Actor for Restarter {
+    type Msg = ();
+    type State = (QueueEventsArgs, Arc<AtomicUsize>);
+    type Arguments = (QueueEventsArgs, Arc<AtomicUsize>);
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<()>,
+        args: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Actor::spawn_linked(None, QueueEvents, args.0.clone(), myself.get_cell()).await?;
+        Ok(args)
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<()>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let SupervisionEvent::ActorFailed(_, _) = event {
+            state.1.fetch_add(1, Ordering::SeqCst);
+            Actor::spawn_linked(None, QueueEvents, state.0.clone(), myself.get_cell()).await?;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn crash_under_a_supervisor_resumes_from_the_last_delivered_id() -> Result<()> {
+    let queue = unique_queue("qe-crash");
+    let producer = producer(&queue).await?;
+    let failed = Arc::new(AtomicBool::new(false));
+    let inits = Arc::new(AtomicUsize::new(0));
+    let restarts = Arc::new(AtomicUsize::new(0));
+    let (handled_tx, mut handled) = mpsc::unbounded_channel();
+    let handler = FailOnce {
+        failed: failed.clone(),
+        inits: inits.clone(),
+        handled: handled_tx,
+    };
+    let args = QueueEventsArgs::with_handler(options(&queue, "0").autorun(false), handler)?;
+    let events = QueueEventsHandle::from_args(&args);
+    let mut rx = events.subscribe_stream();
+    let (supervisor, _) = Actor::spawn(None, Restarter, (args.clone(), restarts.clone())).await?;
+    eventually("QueueEvents started", WAIT, || {
+        let up = events.actor().is_some();
+        async move { up }
+    })
+    .await?;
+    events.run().await?;
+
+    let published = publish_ticks(&producer, 0, 10).await?;
+    let got = recv_n(&mut rx, 10, WAIT).await?;
+    assert_eq!(
+        ids(&got),
+        published,
+        "subscribers: every event once, in order"
+    );
+    assert_eq!(restarts.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        inits.load(Ordering::SeqCst),
+        2,
+        "init again after the restart"
+    );
+    // The handler saw tick 5 twice (it failed on it the first time), the others once.
+    let mut seen = Vec::new();
+    while seen.len() < 11 {
+        seen.push(
+            tokio::time::timeout(WAIT, handled.recv())
+                .await?
+                .context("handler")?,
+        );
+    }
+    let mut expected = published[..6].to_vec();
+    expected.extend(published[5..].iter().cloned());
+    assert_eq!(seen, expected);
+
+    // Still alive and reading after the restart (autorun was false: `run` carried over).
+    let more = publish_ticks(&producer, 10, 2).await?;
+    assert_eq!(ids(&recv_n(&mut rx, 2, WAIT).await?), more);
+
+    events.close().await;
+    supervisor.stop(None);
+    producer.close().await;
+    cleanup(&queue).await?;
+    Ok(())
+}
