@@ -29,7 +29,12 @@ pub async fn wait_for_marker(
 ) -> Result<Option<f64>> {
     let secs = timeout.as_secs_f64().clamp(0.001, 10.0);
     let key = keys.queue().key(bullmq_protocol::keys::QueueKey::Marker);
-    let reply: Value = client.bzpopmin(key, secs).await?;
+    let reply: Value = match client.bzpopmin(key, secs).await {
+        Ok(reply) => reply,
+        // fred reports BZPOPMIN's nil reply (the timeout elapsed) as a Timeout error.
+        Err(error) if *error.kind() == fred::error::ErrorKind::Timeout => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
     Ok(match reply {
         Value::Array(items) if items.len() == 3 => match &items[2] {
             Value::Double(d) => Some(*d),

@@ -49,7 +49,9 @@ impl FetchRequest {
             now: now_ms,
             token_prefix: &self.token_prefix,
             token_seq: self.token_seq,
-            lock_duration: u64::try_from(self.lock_duration.as_millis()).unwrap_or(u64::MAX).max(1),
+            lock_duration: u64::try_from(self.lock_duration.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
             name: self.worker_name.as_deref(),
             limiter_max: self.limiter.map_or(0, |(max, _)| max),
             limiter_duration: self

@@ -37,6 +37,12 @@ impl Retention {
         limit: None,
     };
 
+    /// Keep the newest `count` jobs (`None`: all), those younger than `age` (`None`: any age),
+    /// deleting at most `limit` by age per call.
+    pub fn new(count: Option<u64>, age: Option<Duration>, limit: Option<u64>) -> Self {
+        Self { count, age, limit }
+    }
+
     /// Keep the newest `count` jobs.
     pub fn count(count: u64) -> Self {
         Self {

@@ -17,7 +17,10 @@ pub(crate) fn array(script: &'static str, value: Value) -> Result<Vec<Value>> {
     match value {
         Value::Array(items) => Ok(items),
         Value::Null => Ok(Vec::new()),
-        other => Err(unexpected(script, format!("expected an array, got {other:?}"))),
+        other => Err(unexpected(
+            script,
+            format!("expected an array, got {other:?}"),
+        )),
     }
 }
 
@@ -27,7 +30,10 @@ pub(crate) fn string(script: &'static str, value: Value) -> Result<String> {
         Value::Bytes(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
         Value::Integer(i) => Ok(i.to_string()),
         Value::Double(d) => Ok(d.to_string()),
-        other => Err(unexpected(script, format!("expected a string, got {other:?}"))),
+        other => Err(unexpected(
+            script,
+            format!("expected a string, got {other:?}"),
+        )),
     }
 }
 
@@ -38,7 +44,10 @@ pub(crate) fn integer(script: &'static str, value: Value) -> Result<i64> {
         Value::String(s) => s
             .parse()
             .map_err(|_| unexpected(script, format!("expected an integer, got {s:?}"))),
-        other => Err(unexpected(script, format!("expected an integer, got {other:?}"))),
+        other => Err(unexpected(
+            script,
+            format!("expected an integer, got {other:?}"),
+        )),
     }
 }
 

@@ -1,1 +1,98 @@
 //! The seam between the actors and Redis.
+//!
+//! The Worker, its LockManager and its job actors never call a Redis client: they call a
+//! [`Store`]. [`RedisStore`] implements it over `bullmq-redis`; [`Traced`] wraps any store and
+//! opens one `bullmq.store.*` tracing span per call, so implementations stay free of
+//! instrumentation; a fake store lets supervision and fault tests run without Redis.
+//!
+//! Telemetry spans: `bullmq.store.fetch_batch` (queue, requested, fetched),
+//! `bullmq.store.finish_batch` (queue, finished, requested, fetched),
+//! `bullmq.store.extend_locks` (queue, jobs, lost), `bullmq.store.check_stalled` (queue,
+//! recovered), `bullmq.store.wait_for_job` (queue), `bullmq.store.update_progress`,
+//! `bullmq.store.add_log`, `bullmq.store.update_data` (queue, job_id).
+
+mod redis;
+mod traced;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use bullmq_redis::worker::{
+    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, Retention,
+};
+pub use redis::RedisStore;
+pub use traced::Traced;
+
+/// Why a [`Store`] call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Redis failed (connection lost, script error, bad reply).
+    #[error(transparent)]
+    Redis(#[from] bullmq_redis::RedisError),
+    /// Another backend's failure, described.
+    #[error("store failure: {0}")]
+    Other(String),
+}
+
+/// Result alias of [`Store`] calls.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What a Worker needs from the backend holding the queue. One store serves one queue.
+///
+/// Every method is one round trip for the Redis implementation.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The queue's name (for telemetry).
+    fn queue_name(&self) -> &str;
+
+    /// Moves up to `request.count` ready jobs to active and locks them for the caller.
+    async fn fetch_batch(&self, request: &FetchRequest) -> StoreResult<Fetched>;
+
+    /// Finishes jobs (each checked against its token) and fetches jobs for the freed slots.
+    async fn finish_batch(
+        &self,
+        finishes: &[Finish],
+        fetch: Option<&FetchRequest>,
+    ) -> StoreResult<FinishReply>;
+
+    /// Renews the locks of `(job id, token)` pairs; returns the ids that could not be renewed.
+    async fn extend_locks(
+        &self,
+        jobs: &[(String, String)],
+        lock_duration: Duration,
+    ) -> StoreResult<Vec<String>>;
+
+    /// Runs the stalled check (at most once per `interval` across all workers); returns the
+    /// ids moved back to wait.
+    async fn check_stalled(
+        &self,
+        max_stalled_count: u32,
+        interval: Duration,
+    ) -> StoreResult<Vec<String>>;
+
+    /// Blocks up to `timeout` until jobs may be ready (a producer or a finished retry signalled
+    /// the queue). `true` when woken by a signal, `false` on timeout.
+    async fn wait_for_job(&self, timeout: Duration) -> StoreResult<bool>;
+
+    /// Stores a job's progress (JSON) and emits `progress`.
+    async fn update_progress(&self, job_id: &str, progress: &serde_json::Value) -> StoreResult<()>;
+
+    /// Appends a line to the job's log; returns the number of lines kept.
+    async fn add_log(&self, job_id: &str, line: &str, keep_logs: Option<u64>) -> StoreResult<u64>;
+
+    /// Replaces the job's data.
+    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> StoreResult<()>;
+
+    /// Releases connections; later calls fail.
+    async fn close(&self);
+}
+
+/// Milliseconds since the Unix epoch, as the scripts expect.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
+}

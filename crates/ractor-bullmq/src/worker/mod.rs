@@ -1,1 +1,75 @@
 //! The Worker actor and its LockManager and job actors.
+//!
+//! A [`Worker`] consumes one queue with `concurrency` slots: it fetches jobs in batches (one
+//! script call moves up to its free slots of jobs to active), runs each in a linked job actor
+//! with the user's [`Processor`], keeps their locks alive through a linked LockManager, and
+//! records finished jobs in batches whose round trip also fetches the next jobs. An idle worker
+//! blocks on `BZPOPMIN marker` on a connection of its own.
+//!
+//! ```no_run
+//! use ractor_bullmq::worker::{Job, JobContext, Worker, WorkerArgs, WorkerOptions};
+//! use ractor_bullmq::ConnectionConfig;
+//!
+//! # async fn demo() -> anyhow::Result<()> {
+//! let config = ConnectionConfig::from_env()?;
+//! let processor = |job: Job, ctx: JobContext| async move {
+//!     ctx.update_progress(50).await?;
+//!     Ok(serde_json::json!({ "echo": job.data }))
+//! };
+//! let args = WorkerArgs::connect(&config, "emails", processor, WorkerOptions::new().concurrency(10)).await?;
+//! let worker = Worker::spawn(args).await?;
+//! // ... later
+//! let report = worker.close().await?;
+//! # Ok(()) }
+//! ```
+
+mod callbacks;
+mod context;
+mod dispatch;
+mod errors;
+mod handle;
+mod job_actor;
+mod lock_manager;
+mod options;
+mod outcome;
+#[allow(clippy::module_inception)]
+mod worker;
+
+use std::future::Future;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+pub use callbacks::{FailedJob, WorkerCallbacks};
+pub use context::JobContext;
+pub use errors::{DelayedError, RateLimitError, UnrecoverableError, WorkerError};
+pub use handle::WorkerHandle;
+pub use job_actor::JobActorMsg;
+pub use lock_manager::LockManagerMsg;
+pub use options::{BackoffStrategy, Limiter, WorkerOptions};
+pub use outcome::{CancelReason, JobOutcome};
+pub use worker::{CloseReport, Internal, Worker, WorkerArgs, WorkerMsg};
+
+pub use crate::job::Job;
+
+/// Processes one job. Implemented for every `Fn(Job, JobContext) -> impl Future<Output =
+/// anyhow::Result<Value>>` closure, so an `async` closure or function is a processor.
+///
+/// Return `Ok(value)` to complete the job with `returnvalue` = `value`; an error fails the
+/// attempt (retried per the job's `attempts` / `backoff`), except [`UnrecoverableError`]
+/// (fail now), [`DelayedError`] (delay the job) and [`RateLimitError`] (rate-limit the queue).
+/// A panic fails the attempt with the panic message.
+pub trait Processor: Send + Sync + 'static {
+    /// Runs the job.
+    fn process(&self, job: Job, context: JobContext) -> BoxFuture<'static, anyhow::Result<Value>>;
+}
+
+impl<F, Fut> Processor for F
+where
+    F: Fn(Job, JobContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<Value>> + Send + 'static,
+{
+    fn process(&self, job: Job, context: JobContext) -> BoxFuture<'static, anyhow::Result<Value>> {
+        Box::pin(self(job, context))
+    }
+}

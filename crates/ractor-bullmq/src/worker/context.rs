@@ -1,0 +1,123 @@
+//! [`JobContext`]: what a processor can do besides computing its result.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::callbacks::WorkerCallbacks;
+use super::outcome::CancelReason;
+use crate::store::{Store, StoreResult};
+
+/// Handed to the processor with its job: progress, logs, data updates, the attempt number and
+/// the job's cancellation token.
+///
+/// The token is cancelled when the worker loses the job's lock (another worker may own the job
+/// now) or is force-closed; [`JobContext::cancel_reason`] says which. The worker stops waiting
+/// for the processor at that point (its future is dropped), so long computations should check
+/// the token between steps.
+#[derive(Clone)]
+pub struct JobContext {
+    job_id: String,
+    attempt: u32,
+    keep_logs: Option<u64>,
+    cancel: CancellationToken,
+    reason: Arc<OnceLock<CancelReason>>,
+    store: Arc<dyn Store>,
+    callbacks: WorkerCallbacks,
+}
+
+impl fmt::Debug for JobContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobContext")
+            .field("job_id", &self.job_id)
+            .field("attempt", &self.attempt)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl JobContext {
+    pub(crate) fn new(
+        job_id: String,
+        attempt: u32,
+        keep_logs: Option<u64>,
+        store: Arc<dyn Store>,
+        callbacks: WorkerCallbacks,
+    ) -> Self {
+        Self {
+            job_id,
+            attempt,
+            keep_logs,
+            cancel: CancellationToken::new(),
+            reason: Arc::new(OnceLock::new()),
+            store,
+            callbacks,
+        }
+    }
+
+    /// The job's id.
+    pub fn job_id(&self) -> &str {
+        &self.job_id
+    }
+
+    /// This attempt's number, from 1 (Node `job.attemptsMade + 1`).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The job's cancellation token.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the job was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Why the job was cancelled, once it was.
+    pub fn cancel_reason(&self) -> Option<CancelReason> {
+        self.reason.get().copied()
+    }
+
+    /// Cancels the job's token with `reason` (the first reason sticks).
+    pub(crate) fn cancel(&self, reason: CancelReason) {
+        let _ = self.reason.set(reason);
+        self.cancel.cancel();
+    }
+
+    /// Stores the job's progress (any JSON: a number, an object) and emits a `progress` event.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error when the update could not be stored.
+    pub async fn update_progress(&self, progress: impl Into<Value>) -> StoreResult<()> {
+        let progress = progress.into();
+        self.store.update_progress(&self.job_id, &progress).await?;
+        self.callbacks.progress(&self.job_id, &progress);
+        Ok(())
+    }
+
+    /// Appends a line to the job's log (honouring the job's `keepLogs`); returns the number of
+    /// lines kept.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error when the line could not be stored.
+    pub async fn log(&self, line: impl AsRef<str>) -> StoreResult<u64> {
+        self.store
+            .add_log(&self.job_id, line.as_ref(), self.keep_logs)
+            .await
+    }
+
+    /// Replaces the job's data.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error when the data could not be stored.
+    pub async fn update_data(&self, data: Value) -> StoreResult<()> {
+        self.store.update_data(&self.job_id, &data).await
+    }
+}

@@ -1,0 +1,479 @@
+//! The Worker's bookkeeping: slots, the one in-flight fetch-or-finish call, the blocking wait,
+//! rate-limit and error back-off, starting job actors and recording finished jobs.
+
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use super::callbacks::FailedJob;
+use super::context::JobContext;
+use super::errors::WorkerError;
+use super::job_actor::{JobActor, JobActorArgs};
+use super::lock_manager::LockManagerMsg;
+use super::outcome::{classify, record, CancelReason, Ended, JobOutcome};
+use super::worker::{
+    internal, CloseReport, InternalMsg, Pending, RunningJob, WorkerMsg, WorkerState,
+};
+use super::Job;
+use crate::store::{now_ms, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, StoreError};
+
+/// Longest pause after repeated Redis errors.
+const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(5);
+
+impl WorkerState {
+    pub(super) fn free_slots(&self) -> usize {
+        self.opts.concurrency.saturating_sub(self.running.len())
+    }
+
+    fn may_fetch(&self) -> bool {
+        self.started && !self.paused && self.closing.is_none()
+    }
+
+    fn fetch_request(&mut self, count: usize) -> FetchRequest {
+        let mut request = FetchRequest::new(
+            u32::try_from(count).unwrap_or(u32::MAX),
+            self.token_prefix.clone(),
+            self.opts.lock_duration,
+        );
+        request.token_seq = self.token_seq;
+        request.worker_name = self.opts.name.clone();
+        request.limiter = self.opts.limiter.map(|l| (l.max, l.duration));
+        // Tokens of this request use seq .. seq + count; never reuse one.
+        self.token_seq += count as u64;
+        request
+    }
+
+    fn schedule_pump(&self, myself: &ActorRef<WorkerMsg>, after: Duration) {
+        let _ = myself.send_after(after, || internal(InternalMsg::Pump));
+    }
+
+    /// Starts the next Redis call if none is in flight: a finish batch (fetching for the free
+    /// slots in the same call), else a fetch, else a blocking wait when the queue looked empty.
+    pub(super) fn pump(&mut self, myself: &ActorRef<WorkerMsg>) {
+        if self.io_busy {
+            return;
+        }
+        if let Some(until) = self.cooldown_until {
+            if until > Instant::now() {
+                return;
+            }
+            self.cooldown_until = None;
+        }
+        let now = Instant::now();
+        let limited = self.limited_until.is_some_and(|until| until > now);
+        let free = self.free_slots();
+        if !self.pending.is_empty() {
+            let take = self.pending.len().min(self.opts.max_finish_batch);
+            let batch: Vec<Pending> = self.pending.drain(..take).collect();
+            // Like Node's moveToFinished, always look for more work in the same round trip:
+            // it also refreshes the next delayed timestamp.
+            let fetch_count = if self.may_fetch() && !limited {
+                free
+            } else {
+                0
+            };
+            let fetch = (fetch_count > 0).then(|| self.fetch_request(fetch_count));
+            self.io_busy = true;
+            let store = self.store.clone();
+            let me = myself.clone();
+            tokio::spawn(async move {
+                let finishes: Vec<Finish> = batch.iter().map(|p| p.finish.clone()).collect();
+                let result = store.finish_batch(&finishes, fetch.as_ref()).await;
+                let requested = fetch.map_or(0, |f| f.count);
+                let _ = me.cast(internal(InternalMsg::Finished {
+                    result,
+                    batch,
+                    requested,
+                }));
+            });
+            return;
+        }
+        if !self.may_fetch() || free == 0 || limited {
+            return;
+        }
+        let delayed_due = self.next_delayed_at.is_some_and(|at| at <= now_ms());
+        if self.idle && !delayed_due {
+            self.start_waiting(myself);
+            return;
+        }
+        self.spawn_fetch(myself, free, None);
+    }
+
+    pub(super) fn spawn_fetch(
+        &mut self,
+        myself: &ActorRef<WorkerMsg>,
+        count: usize,
+        reply: Option<RpcReplyPort<Option<String>>>,
+    ) {
+        let request = self.fetch_request(count);
+        self.io_busy = true;
+        let store = self.store.clone();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let result = store.fetch_batch(&request).await;
+            let _ = me.cast(internal(InternalMsg::Fetched {
+                result,
+                requested: request.count,
+                reply,
+            }));
+        });
+    }
+
+    /// Blocks on the marker until jobs may be ready, the next delayed job is due, or
+    /// `drain_delay` passes.
+    fn start_waiting(&mut self, myself: &ActorRef<WorkerMsg>) {
+        if self.waiting.is_some() {
+            return;
+        }
+        let mut timeout = self.opts.drain_delay;
+        if let Some(at) = self.next_delayed_at {
+            let until = Duration::from_millis(at.saturating_sub(now_ms()));
+            timeout = timeout.min(until.max(Duration::from_millis(1)));
+        }
+        tracing::trace!(?timeout, "worker idle, waiting for jobs");
+        let store = self.store.clone();
+        let me = myself.clone();
+        self.waiting = Some(tokio::spawn(async move {
+            let result = store.wait_for_job(timeout).await;
+            let _ = me.cast(internal(InternalMsg::Woken(result)));
+        }));
+    }
+
+    fn on_store_error(&mut self, myself: &ActorRef<WorkerMsg>, error: StoreError) {
+        self.error_streak = self.error_streak.saturating_add(1);
+        let backoff = Duration::from_millis(100u64.saturating_mul(1 << self.error_streak.min(6)))
+            .min(MAX_ERROR_BACKOFF);
+        self.cooldown_until = Some(Instant::now() + backoff);
+        self.schedule_pump(myself, backoff);
+        self.callbacks.error(&WorkerError::Store(error));
+    }
+
+    pub(super) async fn handle_internal(
+        &mut self,
+        myself: &ActorRef<WorkerMsg>,
+        msg: InternalMsg,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            InternalMsg::Pump => {}
+            InternalMsg::Fetched {
+                result,
+                requested,
+                reply,
+            } => {
+                self.io_busy = false;
+                match result {
+                    Ok(fetched) => {
+                        self.error_streak = 0;
+                        let ids = self.accept_fetched(myself, fetched, requested).await;
+                        if let Some(reply) = reply {
+                            let _ = reply.send(ids.into_iter().next());
+                        }
+                    }
+                    Err(error) => {
+                        if let Some(reply) = reply {
+                            let _ = reply.send(None);
+                        }
+                        self.on_store_error(myself, error);
+                    }
+                }
+            }
+            InternalMsg::Finished {
+                result,
+                batch,
+                requested,
+            } => {
+                self.io_busy = false;
+                match result {
+                    Ok(reply) => {
+                        self.error_streak = 0;
+                        self.report_finished(batch, &reply.codes);
+                        if requested > 0 {
+                            self.accept_fetched(myself, reply.fetched, requested).await;
+                        }
+                    }
+                    Err(error) if self.closing.is_some() => {
+                        // Closing with Redis unreachable: give up; the jobs' locks expire and
+                        // stalled recovery brings them back.
+                        self.left_behind
+                            .extend(batch.into_iter().map(|p| p.finish.job_id));
+                        self.callbacks.error(&WorkerError::Store(error));
+                    }
+                    Err(error) => {
+                        // Retry the batch; a finish already applied reports a missing lock then.
+                        let mut batch = batch;
+                        batch.append(&mut self.pending);
+                        self.pending = batch;
+                        self.on_store_error(myself, error);
+                    }
+                }
+            }
+            InternalMsg::JobEnded { job_id, ended } => self.job_ended(job_id, ended),
+            InternalMsg::LocksLost(ids) => {
+                let mut lost = Vec::new();
+                for id in ids {
+                    if let Some(running) = self.running.get(&id) {
+                        running.context.cancel(CancelReason::LockLost);
+                        lost.push(id);
+                    }
+                }
+                if !lost.is_empty() {
+                    self.callbacks.lock_renewal_failed(&lost);
+                }
+            }
+            InternalMsg::StoreError(error) => self.callbacks.error(&WorkerError::Store(error)),
+            InternalMsg::Woken(result) => {
+                tracing::trace!(?result, "woken");
+                self.waiting = None;
+                // Whatever woke us (a signal, the timeout, an error), look again.
+                self.idle = false;
+                if let Err(error) = result {
+                    self.on_store_error(myself, error);
+                }
+            }
+            InternalMsg::StalledTick => {
+                if !self.stalled_busy && self.closing.is_none() {
+                    self.stalled_busy = true;
+                    let store = self.store.clone();
+                    let me = myself.clone();
+                    let (max, interval) = (self.opts.max_stalled_count, self.opts.stalled_interval);
+                    tokio::spawn(async move {
+                        let result = store.check_stalled(max, interval).await;
+                        let _ = me.cast(internal(InternalMsg::StalledDone(result)));
+                    });
+                }
+            }
+            InternalMsg::StalledDone(result) => {
+                self.stalled_busy = false;
+                match result {
+                    Ok(ids) => {
+                        for id in &ids {
+                            tracing::info!(job_id = %id, "stalled job moved back to wait");
+                            self.callbacks.stalled(id);
+                        }
+                    }
+                    Err(error) => self.callbacks.error(&WorkerError::Store(error)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes in fetched jobs; returns their ids.
+    async fn accept_fetched(
+        &mut self,
+        myself: &ActorRef<WorkerMsg>,
+        fetched: Fetched,
+        requested: u32,
+    ) -> Vec<String> {
+        if !fetched.rate_limited_for.is_zero() {
+            self.limited_until = Some(Instant::now() + fetched.rate_limited_for);
+            self.schedule_pump(myself, fetched.rate_limited_for);
+        }
+        tracing::trace!(requested, fetched = fetched.jobs.len(), next_delayed_at = ?fetched.next_delayed_at,
+            rate_limited_for = ?fetched.rate_limited_for, "fetched");
+        self.next_delayed_at = fetched.next_delayed_at;
+        self.idle = (fetched.jobs.len() as u64) < u64::from(requested);
+        if fetched.jobs.is_empty() {
+            if !self.drained {
+                self.drained = true;
+                self.callbacks.drained();
+            }
+        } else {
+            self.drained = false;
+        }
+        let mut ids = Vec::with_capacity(fetched.jobs.len());
+        for job in fetched.jobs {
+            ids.push(job.id.clone());
+            self.start_job(myself, job).await;
+        }
+        ids
+    }
+
+    async fn start_job(&mut self, myself: &ActorRef<WorkerMsg>, fetched: FetchedJob) {
+        let FetchedJob { id, token, fields } = fetched;
+        if self.closing == Some(true) {
+            // Force-closing: do not start anything new.
+            self.left_behind.push(id);
+            return;
+        }
+        let job = match bullmq_protocol::JobRecord::decode(&id, &fields) {
+            Ok(record) => Job::from_record(self.store.queue_name(), record),
+            Err(error) => {
+                let reason = format!("corrupted job hash: {error}");
+                tracing::warn!(job_id = %id, %reason, "failing a job that cannot be decoded");
+                let finish = Finish {
+                    job_id: id,
+                    token,
+                    action: FinishAction::Fail {
+                        reason: reason.clone(),
+                        stacktrace: None,
+                        attempts: 0,
+                        keep: Default::default(),
+                    },
+                };
+                self.pending.push(Pending {
+                    finish,
+                    job: None,
+                    outcome: JobOutcome::Unrecoverable { reason },
+                });
+                return;
+            }
+        };
+        // Deferred failure (stalled too often) or started too often: fail without running.
+        let refusal = job.record().deferred_failure.clone().or_else(|| {
+            self.opts
+                .max_started_attempts
+                .filter(|max| *max < job.attempts_started())
+                .map(|_| "job started more than allowable limit".to_string())
+        });
+        if let Some(reason) = refusal {
+            self.record_outcome(job, token, JobOutcome::Unrecoverable { reason });
+            return;
+        }
+        let context = JobContext::new(
+            id.clone(),
+            job.attempts_made() + 1,
+            job.opts().keep_logs,
+            self.store.clone(),
+            self.callbacks.clone(),
+        );
+        self.callbacks.active(&job);
+        let args = JobActorArgs {
+            job: job.clone(),
+            context: context.clone(),
+            processor: self.processor.clone(),
+            worker: myself.clone(),
+        };
+        match Actor::spawn_linked(None, JobActor, args, myself.get_cell()).await {
+            Ok((actor, _)) => {
+                self.job_actors.insert(actor.get_id(), id.clone());
+                if let Some(lm) = &self.lock_manager {
+                    let _ = lm.cast(LockManagerMsg::Track {
+                        job_id: id.clone(),
+                        token: token.clone(),
+                    });
+                }
+                self.running.insert(
+                    id,
+                    RunningJob {
+                        job,
+                        token,
+                        context,
+                    },
+                );
+            }
+            Err(error) => {
+                let message = format!("could not start the job actor: {error}");
+                self.record_outcome(job, token, JobOutcome::Panicked { message });
+            }
+        }
+    }
+
+    fn job_ended(&mut self, job_id: String, ended: Ended) {
+        let Some(running) = self.running.remove(&job_id) else {
+            return;
+        };
+        if let Some(lm) = &self.lock_manager {
+            let _ = lm.cast(LockManagerMsg::Untrack {
+                job_id: job_id.clone(),
+            });
+        }
+        let outcome = classify(ended, running.context.cancel_reason());
+        self.record_outcome(running.job, running.token, outcome);
+    }
+
+    /// Queues the Redis transition for a finished job (or notes it is left behind).
+    fn record_outcome(&mut self, job: Job, token: String, outcome: JobOutcome) {
+        if let JobOutcome::RateLimited(ttl) = outcome {
+            self.limited_until = Some(Instant::now() + ttl);
+        }
+        match record(&job, &outcome, &self.opts) {
+            Some(action) => self.pending.push(Pending {
+                finish: Finish {
+                    job_id: job.id().to_string(),
+                    token,
+                    action,
+                },
+                job: Some(job),
+                outcome,
+            }),
+            None => {
+                tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
+                self.left_behind.push(job.id().to_string());
+            }
+        }
+    }
+
+    /// Fires callbacks for a recorded batch.
+    fn report_finished(&mut self, batch: Vec<Pending>, codes: &[crate::store::FinishCode]) {
+        for (pending, code) in batch.into_iter().zip(codes) {
+            let id = pending.finish.job_id.clone();
+            if !code.is_ok() {
+                tracing::warn!(job_id = %id, ?code, "job could not be finished: lock lost or job moved");
+                continue;
+            }
+            match (&pending.finish.action, &pending.outcome) {
+                (FinishAction::Complete { .. }, JobOutcome::Completed(value)) => {
+                    if let Some(job) = &pending.job {
+                        self.callbacks.completed(job, value);
+                    }
+                }
+                (FinishAction::Fail { reason, .. }, _) => self.callbacks.failed(&FailedJob {
+                    id,
+                    job: pending.job,
+                    reason: reason.clone(),
+                    will_retry: false,
+                }),
+                (FinishAction::Retry { reason, .. }, _)
+                | (
+                    FinishAction::Delay {
+                        reason: Some(reason),
+                        ..
+                    },
+                    _,
+                ) => self.callbacks.failed(&FailedJob {
+                    id,
+                    job: pending.job,
+                    reason: reason.clone(),
+                    will_retry: true,
+                }),
+                _ => {}
+            }
+        }
+    }
+
+    pub(super) fn begin_close(&mut self, force: bool) {
+        let force = force || self.closing == Some(true);
+        self.closing = Some(force);
+        if let Some(waiting) = self.waiting.take() {
+            waiting.abort();
+        }
+        if force {
+            for running in self.running.values() {
+                running.context.cancel(CancelReason::Shutdown);
+            }
+        }
+    }
+
+    /// Stops the actor once closing and nothing is running, pending or in flight.
+    pub(super) async fn maybe_stop(&mut self, myself: &ActorRef<WorkerMsg>) {
+        if self.closing.is_none()
+            || !self.running.is_empty()
+            || !self.pending.is_empty()
+            || self.io_busy
+        {
+            return;
+        }
+        if let Some(lm) = self.lock_manager.take() {
+            lm.stop(None);
+        }
+        self.store.close().await;
+        let report = CloseReport {
+            left_for_stalled_recovery: std::mem::take(&mut self.left_behind),
+        };
+        for reply in self.close_replies.drain(..) {
+            let _ = reply.send(report.clone());
+        }
+        myself.stop(None);
+    }
+}

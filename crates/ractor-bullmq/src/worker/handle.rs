@@ -1,0 +1,128 @@
+//! [`WorkerHandle`]: control of a spawned Worker.
+
+use std::sync::Arc;
+
+use ractor::{ActorRef, ActorStatus};
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+
+use super::errors::WorkerError;
+use super::worker::{CloseReport, WorkerMsg};
+
+/// Controls one Worker. Cheap to clone; every clone talks to the same actor.
+#[derive(Debug, Clone)]
+pub struct WorkerHandle {
+    actor: ActorRef<WorkerMsg>,
+    join: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl WorkerHandle {
+    pub(crate) fn new(actor: ActorRef<WorkerMsg>, join: JoinHandle<()>) -> Self {
+        Self {
+            actor,
+            join: Arc::new(Mutex::new(Some(join))),
+        }
+    }
+
+    /// The Worker actor, e.g. to link or monitor it.
+    pub fn actor(&self) -> &ActorRef<WorkerMsg> {
+        &self.actor
+    }
+
+    fn send(&self, msg: WorkerMsg) -> Result<(), WorkerError> {
+        self.actor.cast(msg).map_err(|_| WorkerError::NotRunning)
+    }
+
+    /// Stops fetching new jobs; running jobs continue (Node `worker.pause(true)`).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker has stopped.
+    pub fn pause(&self) -> Result<(), WorkerError> {
+        self.send(WorkerMsg::Pause)
+    }
+
+    /// Fetches again after [`WorkerHandle::pause`].
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker has stopped.
+    pub fn resume(&self) -> Result<(), WorkerError> {
+        self.send(WorkerMsg::Resume)
+    }
+
+    /// Starts fetching, for a worker spawned with `autorun = false` (Node `worker.run()`).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker has stopped.
+    pub fn run(&self) -> Result<(), WorkerError> {
+        self.send(WorkerMsg::Run)
+    }
+
+    /// Fetches one job now (when a slot is free and no other fetch is in flight) and starts
+    /// processing it; returns its id, or `None` when nothing was ready.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker has stopped.
+    pub async fn get_next_job(&self) -> Result<Option<String>, WorkerError> {
+        ractor::call!(self.actor, WorkerMsg::GetNextJob).map_err(|_| WorkerError::NotRunning)
+    }
+
+    /// Jobs running now.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker has stopped.
+    pub async fn active_count(&self) -> Result<usize, WorkerError> {
+        ractor::call!(self.actor, WorkerMsg::ActiveCount).map_err(|_| WorkerError::NotRunning)
+    }
+
+    /// Whether the worker is fetching jobs (started, not paused, not closing).
+    pub async fn is_running(&self) -> bool {
+        if !matches!(
+            self.actor.get_status(),
+            ActorStatus::Running | ActorStatus::Starting | ActorStatus::Upgrading
+        ) {
+            return false;
+        }
+        ractor::call!(self.actor, WorkerMsg::IsRunning).unwrap_or(false)
+    }
+
+    /// Graceful close: stops fetching, waits for running jobs, records them, then stops.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker had already stopped.
+    pub async fn close(&self) -> Result<CloseReport, WorkerError> {
+        self.close_with(false).await
+    }
+
+    /// Forced close: cancels running jobs (their tokens fire with
+    /// [`CancelReason::Shutdown`](super::CancelReason::Shutdown)) and leaves them to stalled
+    /// recovery; jobs already finished are still recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker had already stopped.
+    pub async fn close_force(&self) -> Result<CloseReport, WorkerError> {
+        self.close_with(true).await
+    }
+
+    async fn close_with(&self, force: bool) -> Result<CloseReport, WorkerError> {
+        let report = ractor::call!(self.actor, |reply| WorkerMsg::Close { force, reply })
+            .map_err(|_| WorkerError::NotRunning)?;
+        if let Some(join) = self.join.lock().await.take() {
+            let _ = join.await;
+        }
+        Ok(report)
+    }
+
+    /// Waits until the worker actor has stopped (closed, or crashed).
+    pub async fn wait(&self) {
+        if let Some(join) = self.join.lock().await.take() {
+            let _ = join.await;
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The LockManager: keeps the locks of a Worker's in-flight jobs alive.
+//!
+//! Spawned linked to its Worker. It holds the `(job id, token)` of every tracked job and runs
+//! one timer, ticking every `lock_renew_time / 2`; each tick renews, in one store call, every
+//! lock not renewed for `lock_renew_time`. Locks that could not be renewed are untracked and
+//! reported to the Worker ([`Internal::locks_lost`]), which cancels those jobs. A failed call
+//! (Redis unreachable) is reported as an error and retried at the next tick.
+//!
+//! # Supervision
+//!
+//! If the LockManager dies, the Worker linked to it stops too (its supervisor restarts it with
+//! a fresh LockManager); the Worker's jobs are then recovered by a stalled check.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::task::JoinHandle;
+
+use super::worker::{Internal, WorkerMsg};
+use crate::store::Store;
+
+/// Messages of the LockManager.
+#[derive(Debug)]
+pub enum LockManagerMsg {
+    /// Start renewing the lock of a job.
+    Track {
+        /// Job id.
+        job_id: String,
+        /// The lock token.
+        token: String,
+    },
+    /// Stop renewing (the job finished or was abandoned).
+    Untrack {
+        /// Job id.
+        job_id: String,
+    },
+    /// Timer tick: renew what is due.
+    Tick,
+}
+
+/// Start arguments.
+pub(crate) struct LockManagerArgs {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) lock_duration: Duration,
+    pub(crate) renew_time: Duration,
+    pub(crate) worker: ActorRef<WorkerMsg>,
+}
+
+struct Tracked {
+    token: String,
+    renewed_at: Instant,
+}
+
+/// State.
+pub(crate) struct LockManagerState {
+    args: LockManagerArgs,
+    tracked: HashMap<String, Tracked>,
+    timer: Option<JoinHandle<()>>,
+}
+
+/// The LockManager actor.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LockManager;
+
+impl Actor for LockManager {
+    type Msg = LockManagerMsg;
+    type State = LockManagerState;
+    type Arguments = LockManagerArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let period = (args.renew_time / 2).max(Duration::from_millis(1));
+        let timer = myself.send_interval(period, || LockManagerMsg::Tick);
+        Ok(LockManagerState {
+            args,
+            tracked: HashMap::new(),
+            timer: Some(timer),
+        })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(timer) = state.timer.take() {
+            timer.abort();
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            LockManagerMsg::Track { job_id, token } => {
+                state.tracked.insert(
+                    job_id,
+                    Tracked {
+                        token,
+                        renewed_at: Instant::now(),
+                    },
+                );
+            }
+            LockManagerMsg::Untrack { job_id } => {
+                state.tracked.remove(&job_id);
+            }
+            LockManagerMsg::Tick => renew_due(state).await,
+        }
+        Ok(())
+    }
+}
+
+/// Renews every lock older than the renew time, in one call.
+async fn renew_due(state: &mut LockManagerState) {
+    let now = Instant::now();
+    let due: Vec<(String, String)> = state
+        .tracked
+        .iter()
+        .filter(|(_, t)| now.duration_since(t.renewed_at) >= state.args.renew_time)
+        .map(|(id, t)| (id.clone(), t.token.clone()))
+        .collect();
+    if due.is_empty() {
+        return;
+    }
+    match state
+        .args
+        .store
+        .extend_locks(&due, state.args.lock_duration)
+        .await
+    {
+        Ok(lost) => {
+            for (id, _) in &due {
+                if let Some(t) = state.tracked.get_mut(id) {
+                    t.renewed_at = now;
+                }
+            }
+            if !lost.is_empty() {
+                for id in &lost {
+                    state.tracked.remove(id);
+                }
+                tracing::warn!(jobs = ?lost, "could not renew job locks");
+                let _ = state
+                    .args
+                    .worker
+                    .cast(WorkerMsg::Internal(Internal::locks_lost(lost)));
+            }
+        }
+        Err(error) => {
+            let _ = state
+                .args
+                .worker
+                .cast(WorkerMsg::Internal(Internal::store_error(error)));
+        }
+    }
+}

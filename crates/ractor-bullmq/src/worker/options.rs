@@ -1,0 +1,272 @@
+//! [`WorkerOptions`]: Node BullMQ's worker options in Rust form.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bullmq_protocol::keys::DEFAULT_PREFIX;
+use bullmq_protocol::KeepJobs;
+
+use super::errors::WorkerError;
+use super::Job;
+
+/// A custom backoff strategy: given the attempts made so far (including the one that just
+/// failed), the job, and the failure message, the delay before the next attempt, or `None` to
+/// stop retrying (Node's strategy returning `-1`).
+pub type BackoffStrategy = Arc<dyn Fn(u32, &Job, &str) -> Option<Duration> + Send + Sync>;
+
+/// Worker rate limit: at most `max` jobs per `duration` across the queue (Node `limiter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limiter {
+    /// Jobs per window (Node `limiter.max`).
+    pub max: u32,
+    /// Window length (Node `limiter.duration`).
+    pub duration: Duration,
+}
+
+/// Options of a [`Worker`](super::Worker). Defaults are Node BullMQ's.
+///
+/// ```
+/// use std::time::Duration;
+/// use ractor_bullmq::worker::WorkerOptions;
+/// let opts = WorkerOptions::new().concurrency(50).lock_duration(Duration::from_secs(60));
+/// assert_eq!(opts.lock_renew_time(), Duration::from_secs(30));
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct WorkerOptions {
+    /// Jobs processed in parallel (Node `concurrency`, default 1).
+    pub concurrency: usize,
+    /// Lock time to live (Node `lockDuration`, default 30 s).
+    pub lock_duration: Duration,
+    /// Renew locks this often (Node `lockRenewTime`, default `lock_duration / 2`).
+    pub lock_renew_time: Option<Duration>,
+    /// Stalled check period (Node `stalledInterval`, default 30 s).
+    pub stalled_interval: Duration,
+    /// Times a job may stall before it fails (Node `maxStalledCount`, default 1).
+    pub max_stalled_count: u32,
+    /// How long an idle worker blocks waiting for jobs (Node `drainDelay`, default 5 s).
+    pub drain_delay: Duration,
+    /// Rate limit (Node `limiter`, default none).
+    pub limiter: Option<Limiter>,
+    /// Retention of completed jobs when the job does not set its own (Node
+    /// `removeOnComplete`, default keep all).
+    pub remove_on_complete: Option<KeepJobs>,
+    /// Retention of failed jobs when the job does not set its own (Node `removeOnFail`).
+    pub remove_on_fail: Option<KeepJobs>,
+    /// Fail a job started more than this many times (Node `maxStartedAttempts`, default none).
+    pub max_started_attempts: Option<u32>,
+    /// Do not run stalled checks from this worker (Node `skipStalledCheck`, default false).
+    pub skip_stalled_check: bool,
+    /// Do not renew locks (Node `skipLockRenewal`, default false).
+    pub skip_lock_renewal: bool,
+    /// Start fetching as soon as spawned (Node `autorun`, default true).
+    pub autorun: bool,
+    /// Worker name: connection name suffix and the jobs' `pb` field (Node `name`).
+    pub name: Option<String>,
+    /// Key prefix (Node `prefix`, default `bull`).
+    pub prefix: String,
+    /// Keep Node-compatible per-minute metrics with this many points (Node
+    /// `metrics.maxDataPoints`, default 0 = off).
+    pub metrics_max_data_points: u32,
+    /// Most finishes sent in one call (default 1000).
+    pub max_finish_batch: usize,
+    /// Custom backoff strategies by `backoff.type` name (Node `settings.backoffStrategy`).
+    pub backoff_strategies: HashMap<String, BackoffStrategy>,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: 1,
+            lock_duration: Duration::from_secs(30),
+            lock_renew_time: None,
+            stalled_interval: Duration::from_secs(30),
+            max_stalled_count: 1,
+            drain_delay: Duration::from_secs(5),
+            limiter: None,
+            remove_on_complete: None,
+            remove_on_fail: None,
+            max_started_attempts: None,
+            skip_stalled_check: false,
+            skip_lock_renewal: false,
+            autorun: true,
+            name: None,
+            prefix: DEFAULT_PREFIX.to_string(),
+            metrics_max_data_points: 0,
+            max_finish_batch: 1000,
+            backoff_strategies: HashMap::new(),
+        }
+    }
+}
+
+impl fmt::Debug for WorkerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerOptions")
+            .field("concurrency", &self.concurrency)
+            .field("lock_duration", &self.lock_duration)
+            .field("lock_renew_time", &self.lock_renew_time())
+            .field("stalled_interval", &self.stalled_interval)
+            .field("max_stalled_count", &self.max_stalled_count)
+            .field("drain_delay", &self.drain_delay)
+            .field("limiter", &self.limiter)
+            .field("remove_on_complete", &self.remove_on_complete)
+            .field("remove_on_fail", &self.remove_on_fail)
+            .field("max_started_attempts", &self.max_started_attempts)
+            .field("skip_stalled_check", &self.skip_stalled_check)
+            .field("skip_lock_renewal", &self.skip_lock_renewal)
+            .field("autorun", &self.autorun)
+            .field("name", &self.name)
+            .field("prefix", &self.prefix)
+            .field("metrics_max_data_points", &self.metrics_max_data_points)
+            .field("max_finish_batch", &self.max_finish_batch)
+            .field(
+                "backoff_strategies",
+                &self.backoff_strategies.keys().collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.$name = value;
+            self
+        }
+    };
+}
+
+impl WorkerOptions {
+    /// Node's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    setter!(/// Sets [`WorkerOptions::concurrency`].
+        concurrency: usize);
+    setter!(/// Sets [`WorkerOptions::lock_duration`].
+        lock_duration: Duration);
+    setter!(/// Sets [`WorkerOptions::stalled_interval`].
+        stalled_interval: Duration);
+    setter!(/// Sets [`WorkerOptions::max_stalled_count`].
+        max_stalled_count: u32);
+    setter!(/// Sets [`WorkerOptions::drain_delay`].
+        drain_delay: Duration);
+    setter!(/// Sets [`WorkerOptions::skip_stalled_check`].
+        skip_stalled_check: bool);
+    setter!(/// Sets [`WorkerOptions::skip_lock_renewal`].
+        skip_lock_renewal: bool);
+    setter!(/// Sets [`WorkerOptions::autorun`].
+        autorun: bool);
+    setter!(/// Sets [`WorkerOptions::metrics_max_data_points`].
+        metrics_max_data_points: u32);
+    setter!(/// Sets [`WorkerOptions::max_finish_batch`].
+        max_finish_batch: usize);
+
+    /// Sets [`WorkerOptions::lock_renew_time`].
+    #[must_use]
+    pub fn with_lock_renew_time(mut self, value: Duration) -> Self {
+        self.lock_renew_time = Some(value);
+        self
+    }
+
+    /// Sets [`WorkerOptions::limiter`].
+    #[must_use]
+    pub fn limiter(mut self, max: u32, duration: Duration) -> Self {
+        self.limiter = Some(Limiter { max, duration });
+        self
+    }
+
+    /// Sets [`WorkerOptions::remove_on_complete`].
+    #[must_use]
+    pub fn remove_on_complete(mut self, keep: KeepJobs) -> Self {
+        self.remove_on_complete = Some(keep);
+        self
+    }
+
+    /// Sets [`WorkerOptions::remove_on_fail`].
+    #[must_use]
+    pub fn remove_on_fail(mut self, keep: KeepJobs) -> Self {
+        self.remove_on_fail = Some(keep);
+        self
+    }
+
+    /// Sets [`WorkerOptions::max_started_attempts`].
+    #[must_use]
+    pub fn max_started_attempts(mut self, value: u32) -> Self {
+        self.max_started_attempts = Some(value);
+        self
+    }
+
+    /// Sets [`WorkerOptions::name`].
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets [`WorkerOptions::prefix`].
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Registers a custom backoff strategy used by jobs whose `backoff.type` is `name`.
+    #[must_use]
+    pub fn backoff_strategy<F>(mut self, name: impl Into<String>, strategy: F) -> Self
+    where
+        F: Fn(u32, &Job, &str) -> Option<Duration> + Send + Sync + 'static,
+    {
+        self.backoff_strategies
+            .insert(name.into(), Arc::new(strategy));
+        self
+    }
+
+    /// The effective lock renewal period.
+    pub fn lock_renew_time(&self) -> Duration {
+        self.lock_renew_time.unwrap_or(self.lock_duration / 2)
+    }
+
+    /// Checks ranges.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::InvalidOption`] naming the first bad option.
+    pub fn validate(&self) -> Result<(), WorkerError> {
+        let bad = |option: &'static str, reason: &str| {
+            Err(WorkerError::InvalidOption {
+                option,
+                reason: reason.to_string(),
+            })
+        };
+        if self.concurrency == 0 {
+            return bad("concurrency", "must be at least 1");
+        }
+        if self.lock_duration < Duration::from_millis(1) {
+            return bad("lock_duration", "must be at least 1 ms");
+        }
+        if self.lock_renew_time() < Duration::from_millis(1) {
+            return bad("lock_renew_time", "must be at least 1 ms");
+        }
+        if self.stalled_interval < Duration::from_millis(1) {
+            return bad("stalled_interval", "must be at least 1 ms");
+        }
+        if let Some(limiter) = self.limiter {
+            if limiter.max == 0 || limiter.duration.is_zero() {
+                return bad("limiter", "max and duration must be positive");
+            }
+        }
+        if self.max_finish_batch == 0 {
+            return bad("max_finish_batch", "must be at least 1");
+        }
+        if self.prefix.is_empty() {
+            return bad("prefix", "must not be empty");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,402 @@
+//! The Worker actor: one consumer of one queue.
+//!
+//! It owns the queue's slots: fetches jobs in batches into free slots, starts one linked job
+//! actor per job, has its linked LockManager renew their locks, and records finished jobs in
+//! batches whose round trip also fetches the next jobs. At most one fetch-or-finish call is in
+//! flight; finishes reported meanwhile accumulate into the next batch, which is how batching
+//! happens under load without any timer. When a fetch leaves slots empty, a task blocks on the
+//! queue's marker (dedicated connection) and wakes the worker; Redis errors are retried with
+//! backoff, never in a busy loop.
+//!
+//! # Supervision
+//!
+//! A job actor dying without reporting (it cannot: panics are caught) would be recorded as a
+//! panicked job. The LockManager dying stops the Worker (with an error), so its supervisor
+//! restarts it; jobs it held return through stalled recovery. A Worker that crashes leaves its
+//! jobs locked until their locks expire; any worker's stalled check then recovers them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tokio::task::JoinHandle;
+
+use super::callbacks::WorkerCallbacks;
+use super::context::JobContext;
+use super::errors::WorkerError;
+use super::lock_manager::{LockManager, LockManagerArgs, LockManagerMsg};
+use super::options::WorkerOptions;
+use super::outcome::{Ended, JobOutcome};
+use super::{Job, Processor};
+use crate::store::{
+    Fetched, Finish, FinishReply, RedisStore, Store, StoreError, StoreResult, Traced,
+};
+use crate::ConnectionConfig;
+
+/// Messages of the Worker.
+#[derive(Debug)]
+pub enum WorkerMsg {
+    /// Stop fetching new jobs (running jobs continue).
+    Pause,
+    /// Fetch again after [`WorkerMsg::Pause`].
+    Resume,
+    /// Start fetching (for a worker spawned with `autorun = false`).
+    Run,
+    /// Fetch one job now, if a slot is free, and start processing it; replies with its id.
+    GetNextJob(RpcReplyPort<Option<String>>),
+    /// Close: stop fetching, finish (or with `force`, cancel) running jobs, flush, stop.
+    Close {
+        /// Cancel running jobs instead of waiting for them.
+        force: bool,
+        /// Answered when the worker has stopped.
+        reply: RpcReplyPort<CloseReport>,
+    },
+    /// How many jobs are running.
+    ActiveCount(RpcReplyPort<usize>),
+    /// Whether the worker fetches jobs (started, not paused, not closing).
+    IsRunning(RpcReplyPort<bool>),
+    /// Messages the worker's own tasks and children send it.
+    Internal(Internal),
+}
+
+/// What a closed worker leaves behind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CloseReport {
+    /// Jobs still active in Redis under this worker's (expiring) locks, recovered by the next
+    /// stalled check after their locks expire.
+    pub left_for_stalled_recovery: Vec<String>,
+}
+
+/// An internal message (opaque outside the crate).
+#[derive(Debug)]
+pub struct Internal(InternalMsg);
+
+impl Internal {
+    pub(crate) fn job_ended(job_id: String, ended: Ended) -> Self {
+        Self(InternalMsg::JobEnded { job_id, ended })
+    }
+    pub(crate) fn locks_lost(ids: Vec<String>) -> Self {
+        Self(InternalMsg::LocksLost(ids))
+    }
+    pub(crate) fn store_error(error: StoreError) -> Self {
+        Self(InternalMsg::StoreError(error))
+    }
+}
+
+#[derive(Debug)]
+pub(super) enum InternalMsg {
+    Pump,
+    Fetched {
+        result: StoreResult<Fetched>,
+        requested: u32,
+        reply: Option<RpcReplyPort<Option<String>>>,
+    },
+    Finished {
+        result: StoreResult<FinishReply>,
+        batch: Vec<Pending>,
+        requested: u32,
+    },
+    JobEnded {
+        job_id: String,
+        ended: Ended,
+    },
+    LocksLost(Vec<String>),
+    StoreError(StoreError),
+    Woken(StoreResult<bool>),
+    StalledTick,
+    StalledDone(StoreResult<Vec<String>>),
+}
+
+pub(super) fn internal(msg: InternalMsg) -> WorkerMsg {
+    WorkerMsg::Internal(Internal(msg))
+}
+
+/// Start arguments of a Worker.
+pub struct WorkerArgs {
+    store: Arc<dyn Store>,
+    processor: Arc<dyn Processor>,
+    options: WorkerOptions,
+    callbacks: WorkerCallbacks,
+}
+
+impl std::fmt::Debug for WorkerArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerArgs")
+            .field("queue", &self.store.queue_name())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerArgs {
+    /// A worker on `store` running `processor`, with default options and no callbacks.
+    pub fn new(store: Arc<dyn Store>, processor: impl Processor) -> Self {
+        Self {
+            store,
+            processor: Arc::new(processor),
+            options: WorkerOptions::default(),
+            callbacks: WorkerCallbacks::default(),
+        }
+    }
+
+    /// Connects a traced [`RedisStore`] for `queue` (prefix and name from `options`).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::InvalidOption`] for bad options, [`WorkerError::Store`] when Redis cannot
+    /// be reached.
+    pub async fn connect(
+        config: &ConnectionConfig,
+        queue: &str,
+        processor: impl Processor,
+        options: WorkerOptions,
+    ) -> Result<Self, WorkerError> {
+        options.validate()?;
+        let store = RedisStore::connect(config, &options.prefix, queue, options.name.as_deref())
+            .await?
+            .with_metrics(options.metrics_max_data_points);
+        Ok(Self::new(Arc::new(Traced(store)), processor).options(options))
+    }
+
+    /// Sets the options.
+    #[must_use]
+    pub fn options(mut self, options: WorkerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets the callbacks.
+    #[must_use]
+    pub fn callbacks(mut self, callbacks: WorkerCallbacks) -> Self {
+        self.callbacks = callbacks;
+        self
+    }
+}
+
+pub(super) struct RunningJob {
+    pub(super) job: Job,
+    pub(super) token: String,
+    pub(super) context: JobContext,
+}
+
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub(super) finish: Finish,
+    pub(super) job: Option<Job>,
+    pub(super) outcome: JobOutcome,
+}
+
+/// State of a Worker.
+pub struct WorkerState {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) processor: Arc<dyn Processor>,
+    pub(super) opts: WorkerOptions,
+    pub(super) callbacks: WorkerCallbacks,
+    pub(super) lock_manager: Option<ActorRef<LockManagerMsg>>,
+    pub(super) running: HashMap<String, RunningJob>,
+    pub(super) job_actors: HashMap<ActorId, String>,
+    pub(super) pending: Vec<Pending>,
+    pub(super) io_busy: bool,
+    pub(super) waiting: Option<JoinHandle<()>>,
+    pub(super) idle: bool,
+    pub(super) next_delayed_at: Option<u64>,
+    pub(super) limited_until: Option<Instant>,
+    pub(super) cooldown_until: Option<Instant>,
+    pub(super) error_streak: u32,
+    pub(super) drained: bool,
+    pub(super) started: bool,
+    pub(super) paused: bool,
+    pub(super) closing: Option<bool>,
+    pub(super) close_replies: Vec<RpcReplyPort<CloseReport>>,
+    pub(super) left_behind: Vec<String>,
+    pub(super) stalled_busy: bool,
+    pub(super) timers: Vec<JoinHandle<()>>,
+    pub(super) token_prefix: String,
+    pub(super) token_seq: u64,
+}
+
+/// The Worker actor (see the [module docs](self)). Spawn it with [`Worker::spawn`], or link it
+/// into your own supervision tree with `Actor::spawn_linked(name, Worker, args, supervisor)`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Worker;
+
+impl Worker {
+    /// Spawns a worker (unsupervised) and returns its handle.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::InvalidOption`] for bad options, [`WorkerError::Spawn`] when the actor
+    /// fails to start.
+    pub async fn spawn(args: WorkerArgs) -> Result<super::WorkerHandle, WorkerError> {
+        args.options.validate()?;
+        let (actor, join) = Actor::spawn(None, Worker, args)
+            .await
+            .map_err(|e| WorkerError::Spawn(e.to_string()))?;
+        Ok(super::WorkerHandle::new(actor, join))
+    }
+}
+
+impl Actor for Worker {
+    type Msg = WorkerMsg;
+    type State = WorkerState;
+    type Arguments = WorkerArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        args.options.validate()?;
+        let opts = args.options;
+        let lock_manager = if opts.skip_lock_renewal {
+            None
+        } else {
+            let lm_args = LockManagerArgs {
+                store: args.store.clone(),
+                lock_duration: opts.lock_duration,
+                renew_time: opts.lock_renew_time(),
+                worker: myself.clone(),
+            };
+            let (lm, _) =
+                Actor::spawn_linked(None, LockManager, lm_args, myself.get_cell()).await?;
+            Some(lm)
+        };
+        let mut timers = Vec::new();
+        if !opts.skip_stalled_check {
+            myself.cast(internal(InternalMsg::StalledTick))?;
+            timers.push(
+                myself.send_interval(opts.stalled_interval, || internal(InternalMsg::StalledTick)),
+            );
+        }
+        if opts.autorun {
+            myself.cast(internal(InternalMsg::Pump))?;
+        }
+        let token_prefix = format!(
+            "{}-{:016x}",
+            opts.name.as_deref().unwrap_or("w"),
+            rand::random::<u64>()
+        );
+        Ok(WorkerState {
+            store: args.store,
+            processor: args.processor,
+            callbacks: args.callbacks,
+            lock_manager,
+            running: HashMap::new(),
+            job_actors: HashMap::new(),
+            pending: Vec::new(),
+            io_busy: false,
+            waiting: None,
+            idle: false,
+            next_delayed_at: None,
+            limited_until: None,
+            cooldown_until: None,
+            error_streak: 0,
+            drained: false,
+            started: opts.autorun,
+            paused: false,
+            closing: None,
+            close_replies: Vec::new(),
+            left_behind: Vec::new(),
+            stalled_busy: false,
+            timers,
+            token_prefix,
+            token_seq: 0,
+            opts,
+        })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        for timer in state.timers.drain(..) {
+            timer.abort();
+        }
+        if let Some(waiting) = state.waiting.take() {
+            waiting.abort();
+        }
+        if let Some(lm) = state.lock_manager.take() {
+            lm.stop(None);
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            WorkerMsg::Pause => state.paused = true,
+            WorkerMsg::Resume => state.paused = false,
+            WorkerMsg::Run => state.started = true,
+            WorkerMsg::GetNextJob(reply) => {
+                if state.closing.is_some() || state.io_busy || state.free_slots() == 0 {
+                    let _ = reply.send(None);
+                } else {
+                    state.spawn_fetch(&myself, 1, Some(reply));
+                }
+            }
+            WorkerMsg::Close { force, reply } => {
+                state.close_replies.push(reply);
+                state.begin_close(force);
+            }
+            WorkerMsg::ActiveCount(reply) => {
+                let _ = reply.send(state.running.len());
+            }
+            WorkerMsg::IsRunning(reply) => {
+                let _ = reply.send(state.started && !state.paused && state.closing.is_none());
+            }
+            WorkerMsg::Internal(Internal(msg)) => state.handle_internal(&myself, msg).await?,
+        }
+        state.pump(&myself);
+        state.maybe_stop(&myself).await;
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Never let a child's exit stop the worker by default (ractor's default does).
+        let (cell, panic) = match event {
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
+            _ => return Ok(()),
+        };
+        let is_lock_manager = state
+            .lock_manager
+            .as_ref()
+            .is_some_and(|lm| lm.get_id() == cell.get_id());
+        if is_lock_manager {
+            if state.closing.is_some() {
+                return Ok(());
+            }
+            return Err(format!("lock manager stopped: {}", panic.unwrap_or_default()).into());
+        }
+        if let Some(job_id) = state.job_actors.remove(&cell.get_id()) {
+            if let Some(message) = panic {
+                if state.running.contains_key(&job_id) {
+                    state
+                        .handle_internal(
+                            &myself,
+                            InternalMsg::JobEnded {
+                                job_id,
+                                ended: Ended::Panicked(message),
+                            },
+                        )
+                        .await?;
+                    state.pump(&myself);
+                    state.maybe_stop(&myself).await;
+                }
+            }
+        }
+        Ok(())
+    }
+}
