@@ -20,3 +20,7 @@ pub use events::{
 };
 pub use job::Job;
 pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
+pub use worker::{
+    DelayedError, JobContext, RateLimitError, UnrecoverableError, Worker, WorkerArgs,
+    WorkerCallbacks, WorkerHandle, WorkerOptions,
+};
