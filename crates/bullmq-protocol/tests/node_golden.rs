@@ -319,3 +319,119 @@ fn node_event_fields_typed() {
         }
     );
 }
+
+/// Messages Node BullMQ 6.7.0's `Queue.add('job', {abc: 1}, opts)` threw for these options
+/// (`null`: accepted). The same options, read as `JobOptions`, must get the same verdict.
+#[test]
+fn validation_matches_node_verdicts() {
+    let node: &[(&str, Option<&str>)] = &[
+        (r#"{"jobId":"0"}"#, Some("JobId cannot be '0' or start with '0:'")),
+        (r#"{"jobId":"0:a"}"#, Some("JobId cannot be '0' or start with '0:'")),
+        (r#"{"jobId":"12"}"#, Some("Custom Id cannot be integers")),
+        (r#"{"jobId":"-12"}"#, Some("Custom Id cannot be integers")),
+        (r#"{"jobId":"12345678901234567000"}"#, Some("Custom Id cannot be integers")),
+        (r#"{"jobId":"12345678901234567891"}"#, None),
+        (r#"{"jobId":"007"}"#, None),
+        (r#"{"jobId":"a:b"}"#, Some("Custom Id cannot contain :")),
+        (r#"{"jobId":"a:b:c:d"}"#, Some("Custom Id cannot contain :")),
+        (r#"{"jobId":"a:b:c"}"#, None),
+        (r#"{"sizeLimit":5}"#, Some("The size of job job exceeds the limit 5 bytes")),
+        (r#"{"priority":2097152}"#, Some("Priority should be between 0 and 2097151")),
+        (r#"{"priority":2097151}"#, None),
+        // Node's case had no id at all; our type requires one, so the empty id stands in
+        (r#"{"deduplication":{"id":""}}"#, Some("Deduplication id must be provided")),
+        (
+            r#"{"deduplication":{"id":"x"},"parent":{"id":"p","queue":"bull:q"}}"#,
+            Some("Deduplication and parent options cannot be used together"),
+        ),
+        (
+            r#"{"debounce":{"id":"x"}}"#,
+            Some("Debounce option has been removed. Use deduplication option instead"),
+        ),
+        (
+            r#"{"backoff":{"type":"fixed","delay":1,"jitter":1.5}}"#,
+            Some("Jitter should be between 0 and 1"),
+        ),
+        (
+            r#"{"failParentOnFailure":true,"removeDependencyOnFailure":true,"continueParentOnFailure":true}"#,
+            Some("The following options cannot be used together: removeDependencyOnFailure, failParentOnFailure, continueParentOnFailure"),
+        ),
+    ];
+    let data = r#"{"abc":1}"#;
+    for (raw, expected) in node {
+        let opts = JobOptions::from_json(raw).expect("options parse");
+        let got = bullmq_protocol::validation::validate_job_at(
+            "job",
+            data.len(),
+            &opts,
+            1_764_000_000_000,
+        )
+        .err()
+        .map(|e| e.to_string());
+        assert_eq!(got.as_deref(), *expected, "{raw}");
+    }
+}
+
+/// Delays Node BullMQ 6.7.0's `Backoffs.calculate` returned with `Math.random` fixed at 0.37.
+#[test]
+fn backoff_matches_node_strategies() {
+    use bullmq_protocol::backoff::{backoff_delay, BackoffDelay};
+    use bullmq_protocol::Backoff;
+    let node: &[(&str, u32, u64)] = &[
+        (r#"{"type":"fixed","delay":1000}"#, 1, 1000),
+        (r#"{"type":"fixed","delay":1000}"#, 10, 1000),
+        (r#"{"type":"fixed","delay":1000,"jitter":0.3}"#, 1, 811),
+        (r#"{"type":"fixed","delay":1000,"jitter":0.3}"#, 10, 811),
+        (r#"{"type":"exponential","delay":1000}"#, 1, 1000),
+        (r#"{"type":"exponential","delay":1000}"#, 2, 2000),
+        (r#"{"type":"exponential","delay":1000}"#, 3, 4000),
+        (r#"{"type":"exponential","delay":1000}"#, 10, 512_000),
+        (r#"{"type":"exponential","delay":333,"jitter":0.5}"#, 1, 228),
+        (r#"{"type":"exponential","delay":333,"jitter":0.5}"#, 2, 456),
+        (r#"{"type":"exponential","delay":333,"jitter":0.5}"#, 3, 912),
+        (
+            r#"{"type":"exponential","delay":333,"jitter":0.5}"#,
+            10,
+            116_789,
+        ),
+        (r#"{"type":"exponential","delay":7}"#, 3, 28),
+        (r#"{"type":"exponential","delay":7}"#, 10, 3584),
+    ];
+    for (raw, attempts, expected) in node {
+        let backoff: Backoff = serde_json::from_str(raw).expect("backoff");
+        assert_eq!(
+            backoff_delay(&backoff, *attempts, 0.37),
+            BackoffDelay::After(std::time::Duration::from_millis(*expected)),
+            "{raw} after {attempts} attempts"
+        );
+    }
+}
+
+/// Scores Node BullMQ 6.7.0 wrote: three jobs due in the same millisecond (ts 1795945866418
+/// + 60000), one a millisecond later, and priorities 5, 5, 1 with `pc` counting 1, 2, 3.
+#[test]
+fn scores_match_node() {
+    use bullmq_protocol::score::{next_delayed_score, priority_score, ready_at_from_score};
+    let ready = 1_795_945_866_418 + 60_000;
+    let mut current = None;
+    let mut ours = Vec::new();
+    for _ in 0..3 {
+        let s = next_delayed_score(ready, current);
+        current = Some(s);
+        ours.push(s);
+    }
+    ours.push(next_delayed_score(ready + 1, None));
+    assert_eq!(
+        ours,
+        [
+            7_356_194_514_608_128,
+            7_356_194_514_608_129,
+            7_356_194_514_608_130,
+            7_356_194_514_612_224
+        ]
+    );
+    assert_eq!(ready_at_from_score(7_356_194_514_608_130.0), ready);
+    assert_eq!(priority_score(5, 1), 21_474_836_481);
+    assert_eq!(priority_score(5, 2), 21_474_836_482);
+    assert_eq!(priority_score(1, 3), 4_294_967_299);
+}
