@@ -9,6 +9,7 @@ pub mod job;
 pub mod queue;
 pub mod store;
 pub mod supervision;
+pub mod telemetry;
 pub mod worker;
 
 pub use bullmq_protocol as protocol;

@@ -1,0 +1,119 @@
+//! Telemetry: the one catalogue of every `bullmq.*` span, event and metric.
+//!
+//! Everything the runtime reports goes through the plain functions of this module, so the
+//! names below are the only ones a dashboard, an alert or a test needs to know. Nothing needs
+//! global setup: the tracing side reaches whatever `tracing` subscriber the application
+//! installed (none: the calls cost a few atomic loads), the metrics side reaches whatever
+//! [`metrics`] recorder is installed (Prometheus, StatsD, OpenTelemetry, …; none: no-ops).
+//! [`describe_metrics`] registers units and help texts and is optional.
+//!
+//! `docs/telemetry.md` mirrors this catalogue for humans; the names are stable: renaming one
+//! is a breaking change.
+//!
+//! # Spans
+//!
+//! | name | level | fields | opened by |
+//! |---|---|---|---|
+//! | `bullmq.queue.add` | INFO | `queue`, `job.id` (recorded once known), `job.name` | [`add_span`] |
+//! | `bullmq.queue.add_bulk` | INFO | `queue`, `count` | [`add_bulk_span`] |
+//! | `bullmq.worker.process` | INFO | `queue`, `job.id`, `job.name`, `attempt`, `worker`, `otel.kind` = `consumer` | [`process_span`] |
+//! | `bullmq.store.fetch_batch` | DEBUG | `queue`, `requested`, `fetched` | the traced `Store` |
+//! | `bullmq.store.finish_batch` | DEBUG | `queue`, `finished`, `requested`, `fetched` | the traced `Store` |
+//! | `bullmq.store.extend_locks` | DEBUG | `queue`, `jobs`, `lost` | the traced `Store` |
+//! | `bullmq.store.check_stalled` | DEBUG | `queue`, `recovered` | the traced `Store` |
+//! | `bullmq.store.wait_for_job` | TRACE | `queue` | the traced `Store` |
+//! | `bullmq.store.update_progress`, `.add_log`, `.update_data` | DEBUG | `queue`, `job_id` | the traced `Store` |
+//!
+//! Every `bullmq.store.*` span also has an `error` field recorded when the call fails. The
+//! `bullmq.queue.add` span carries `otel.kind` = `producer`, so with `tracing-opentelemetry`
+//! it becomes a PRODUCER span, as Node BullMQ's `add` span is.
+//!
+//! # Events
+//!
+//! Events are `tracing` events with target `bullmq` and a stable `event` field (the name
+//! below); `queue` is always present. Per-job events also carry `job.id` and `job.name`, and,
+//! from a worker, `attempt` (1-based number of the attempt) and `worker`.
+//!
+//! | `event` | level | extra fields | emitted by | metrics |
+//! |---|---|---|---|---|
+//! | `bullmq.job.added` | DEBUG | `job.id`, `job.name` | [`job_added`] | `bullmq_jobs_added_total` |
+//! | `bullmq.job.started` | DEBUG | job fields, `wait_ms` | [`job_started`] | `bullmq_job_wait_seconds`, `bullmq_worker_active_jobs` +1 |
+//! | `bullmq.job.completed` | DEBUG | job fields, `duration_ms` | [`job_completed`] | `bullmq_jobs_completed_total`, `bullmq_job_duration_seconds{status="completed"}` |
+//! | `bullmq.job.failed` | WARN | job fields, `duration_ms`, `error` | [`job_failed`] | `bullmq_jobs_failed_total`, `bullmq_job_duration_seconds{status="failed"}` |
+//! | `bullmq.job.retried` | INFO | job fields, `duration_ms`, `delay_ms`, `error` | [`job_retried`] | `bullmq_jobs_retried_total`, `bullmq_job_duration_seconds{status="retried"}` |
+//! | `bullmq.job.progress` | TRACE | job fields, `progress` (JSON) | [`job_progress`] | — |
+//! | `bullmq.worker.started` | INFO | `worker`, `concurrency` | [`worker_started`] | `bullmq_workers` +1 |
+//! | `bullmq.worker.stopped` | INFO | `worker`, `uptime_s` | [`worker_stopped`] | `bullmq_workers` −1 |
+//! | `bullmq.worker.stalled_check` | DEBUG, WARN when it found jobs | `worker`, `recovered`, `failed` | [`stalled_check`] | `bullmq_jobs_stalled_total{outcome}` |
+//! | `bullmq.queue.paused` | INFO | — | [`queue_paused`] | — |
+//! | `bullmq.queue.resumed` | INFO | — | [`queue_resumed`] | — |
+//! | `bullmq.queue.drained` | DEBUG | — | [`queue_drained`] | — |
+//! | `bullmq.rate_limit.hit` | INFO | `delay_ms`, `worker` | [`rate_limit_hit`] | `bullmq_rate_limit_hits_total` |
+//!
+//! `bullmq_worker_active_jobs` goes back down when the [`ActiveJob`] guard returned by
+//! [`job_started`] is dropped, whatever way the attempt ended (completed, failed, lock lost,
+//! panicked), so the gauge cannot drift.
+//!
+//! # Metrics
+//!
+//! Names follow Prometheus conventions; labels are bounded: `queue`, and `job_name` where the
+//! application chooses job names from a fixed set (they are in Node BullMQ's model).
+//!
+//! | metric | kind | labels | unit |
+//! |---|---|---|---|
+//! | `bullmq_jobs_added_total` | counter | `queue`, `job_name` | jobs |
+//! | `bullmq_jobs_completed_total` | counter | `queue`, `job_name` | jobs |
+//! | `bullmq_jobs_failed_total` | counter | `queue`, `job_name` | jobs (final failures) |
+//! | `bullmq_jobs_retried_total` | counter | `queue`, `job_name` | attempts that failed and will run again |
+//! | `bullmq_jobs_stalled_total` | counter | `queue`, `outcome` = `recovered` \| `failed` | jobs |
+//! | `bullmq_rate_limit_hits_total` | counter | `queue` | hits |
+//! | `bullmq_job_duration_seconds` | histogram | `queue`, `job_name`, `status` = `completed` \| `failed` \| `retried` | seconds |
+//! | `bullmq_job_wait_seconds` | histogram | `queue`, `job_name` | seconds from added (or ready, when delayed) to started |
+//! | `bullmq_worker_active_jobs` | gauge | `queue` | jobs being processed in this process |
+//! | `bullmq_workers` | gauge | `queue` | running workers in this process |
+//!
+//! The per-minute completed/failed counts that Node keeps in Redis
+//! (`metrics:completed|failed`) are read with [`get_metrics`], see [`redis_metrics`].
+//!
+//! # OpenTelemetry
+//!
+//! With the `otel` cargo feature, [`otel`] propagates the trace context through the job's
+//! `opts.tm`, exactly as Node's `bullmq-otel` does: [`add_span`] + [`propagation_metadata`] on
+//! the producer side, [`process_span`] parents itself on the job's `tm` on the worker side.
+//! Without the feature [`propagation_metadata`] returns `None` and `tm` is ignored.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use ractor_bullmq::telemetry::{self, JobTelemetry};
+//!
+//! let job = JobTelemetry::new("emails", "42", "welcome").attempt(1).worker("emails#1");
+//! let span = telemetry::process_span(&job);
+//! let _entered = span.enter();
+//! let active = telemetry::job_started(&job, Some(Duration::from_millis(12)));
+//! // ... run the processor ...
+//! telemetry::job_completed(&job, active.elapsed());
+//! drop(active);
+//! ```
+
+mod events;
+mod names;
+mod recorder;
+pub mod redis_metrics;
+mod spans;
+
+#[cfg(feature = "otel")]
+pub mod otel;
+#[cfg(feature = "test-util")]
+pub mod testing;
+
+pub use events::{
+    job_added, job_completed, job_failed, job_progress, job_retried, job_started, queue_drained,
+    queue_paused, queue_resumed, rate_limit_hit, stalled_check, wait_time, worker_started,
+    worker_stopped, ActiveJob, JobTelemetry,
+};
+pub use names::{event_names, metric_names, span_names, TARGET};
+pub use recorder::describe_metrics;
+pub use redis_metrics::{get_metrics, Metrics, MetricsKind, MetricsMeta};
+pub use spans::{add_bulk_span, add_span, process_span, propagation_metadata, record_job_id};

@@ -1,0 +1,103 @@
+//! The stable names of the catalogue, as constants so tests and dashboards-as-code can use
+//! them instead of repeating strings.
+
+/// Target of every telemetry event (`tracing` `target:`), for filters such as
+/// `RUST_LOG=bullmq=debug`.
+pub const TARGET: &str = "bullmq";
+
+/// Span names.
+pub mod span_names {
+    /// Adding one job (`Queue::add`).
+    pub const QUEUE_ADD: &str = "bullmq.queue.add";
+    /// Adding jobs in bulk (`Queue::add_bulk`).
+    pub const QUEUE_ADD_BULK: &str = "bullmq.queue.add_bulk";
+    /// One attempt of one job in a worker.
+    pub const WORKER_PROCESS: &str = "bullmq.worker.process";
+    /// Prefix of the spans around every Redis call of a worker's store.
+    pub const STORE_PREFIX: &str = "bullmq.store.";
+}
+
+/// Values of the `event` field of telemetry events.
+pub mod event_names {
+    /// A job was added.
+    pub const JOB_ADDED: &str = "bullmq.job.added";
+    /// A worker started an attempt of a job.
+    pub const JOB_STARTED: &str = "bullmq.job.started";
+    /// A job completed.
+    pub const JOB_COMPLETED: &str = "bullmq.job.completed";
+    /// A job failed for good.
+    pub const JOB_FAILED: &str = "bullmq.job.failed";
+    /// An attempt failed and the job will run again.
+    pub const JOB_RETRIED: &str = "bullmq.job.retried";
+    /// A processor reported progress.
+    pub const JOB_PROGRESS: &str = "bullmq.job.progress";
+    /// A worker started.
+    pub const WORKER_STARTED: &str = "bullmq.worker.started";
+    /// A worker stopped.
+    pub const WORKER_STOPPED: &str = "bullmq.worker.stopped";
+    /// A stalled-jobs check ran.
+    pub const STALLED_CHECK: &str = "bullmq.worker.stalled_check";
+    /// The queue was paused.
+    pub const QUEUE_PAUSED: &str = "bullmq.queue.paused";
+    /// The queue was resumed.
+    pub const QUEUE_RESUMED: &str = "bullmq.queue.resumed";
+    /// The queue has no more waiting jobs.
+    pub const QUEUE_DRAINED: &str = "bullmq.queue.drained";
+    /// The queue's rate limit was reached.
+    pub const RATE_LIMIT_HIT: &str = "bullmq.rate_limit.hit";
+
+    /// Every event name, in catalogue order.
+    pub const ALL: [&str; 13] = [
+        JOB_ADDED,
+        JOB_STARTED,
+        JOB_COMPLETED,
+        JOB_FAILED,
+        JOB_RETRIED,
+        JOB_PROGRESS,
+        WORKER_STARTED,
+        WORKER_STOPPED,
+        STALLED_CHECK,
+        QUEUE_PAUSED,
+        QUEUE_RESUMED,
+        QUEUE_DRAINED,
+        RATE_LIMIT_HIT,
+    ];
+}
+
+/// Metric names (through the `metrics` facade).
+pub mod metric_names {
+    /// Counter: jobs added (`queue`, `job_name`).
+    pub const JOBS_ADDED: &str = "bullmq_jobs_added_total";
+    /// Counter: jobs completed (`queue`, `job_name`).
+    pub const JOBS_COMPLETED: &str = "bullmq_jobs_completed_total";
+    /// Counter: jobs failed for good (`queue`, `job_name`).
+    pub const JOBS_FAILED: &str = "bullmq_jobs_failed_total";
+    /// Counter: failed attempts that will be retried (`queue`, `job_name`).
+    pub const JOBS_RETRIED: &str = "bullmq_jobs_retried_total";
+    /// Counter: jobs found stalled (`queue`, `outcome` = `recovered` | `failed`).
+    pub const JOBS_STALLED: &str = "bullmq_jobs_stalled_total";
+    /// Counter: rate limit hits (`queue`).
+    pub const RATE_LIMIT_HITS: &str = "bullmq_rate_limit_hits_total";
+    /// Histogram: processing time of one attempt, seconds (`queue`, `job_name`, `status`).
+    pub const JOB_DURATION: &str = "bullmq_job_duration_seconds";
+    /// Histogram: time from ready to started, seconds (`queue`, `job_name`).
+    pub const JOB_WAIT: &str = "bullmq_job_wait_seconds";
+    /// Gauge: attempts being processed in this process (`queue`).
+    pub const WORKER_ACTIVE_JOBS: &str = "bullmq_worker_active_jobs";
+    /// Gauge: running workers in this process (`queue`).
+    pub const WORKERS: &str = "bullmq_workers";
+
+    /// Every metric name, in catalogue order.
+    pub const ALL: [&str; 10] = [
+        JOBS_ADDED,
+        JOBS_COMPLETED,
+        JOBS_FAILED,
+        JOBS_RETRIED,
+        JOBS_STALLED,
+        RATE_LIMIT_HITS,
+        JOB_DURATION,
+        JOB_WAIT,
+        WORKER_ACTIVE_JOBS,
+        WORKERS,
+    ];
+}
