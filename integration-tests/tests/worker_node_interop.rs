@@ -62,7 +62,10 @@ async fn failures_retries_and_unrecoverable_match_node_semantics() -> anyhow::Re
     if !node_available() {
         return Ok(());
     }
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let queue = unique_queue("w-fail");
     let jobs = json!([
         {"name": "fails", "data": {"fail": "boom"}},
