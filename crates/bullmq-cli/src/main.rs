@@ -53,7 +53,9 @@ async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // fred's own warnings (e.g. while giving up on a refused connection) repeat
+                // what the error already says.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,fred=error")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -70,7 +72,7 @@ async fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", output::error_chain(&error));
             ExitCode::FAILURE
         }
     }

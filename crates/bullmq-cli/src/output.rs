@@ -25,9 +25,38 @@ pub(crate) fn two_columns(rows: &[(String, String)]) -> String {
     out
 }
 
+/// The error and its causes joined with `: `, skipping a cause whose text the previous message
+/// already contains (many library errors embed their source in their own message).
+pub(crate) fn error_chain(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut previous = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if !previous.is_empty() && previous.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+        previous = text;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_chain_drops_repeated_causes() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("invalid job: {0}")]
+        struct Outer(#[source] std::io::Error);
+        let inner = std::io::Error::other("bad id");
+        let error = anyhow::Error::new(Outer(inner)).context("could not add");
+        assert_eq!(error_chain(&error), "could not add: invalid job: bad id");
+    }
 
     #[test]
     fn two_columns_pads_the_first_column() {

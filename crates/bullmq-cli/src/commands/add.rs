@@ -122,43 +122,30 @@ impl AddArgs {
 /// Runs `bullmq add`.
 pub(crate) async fn run(ctx: &Context, args: AddArgs) -> Result<()> {
     let data = args.data()?;
-    let mut opts = args.options()?;
-    let data_json = data.to_string();
-    let timestamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default();
-    bullmq_protocol::validation::validate_job_at(&args.name, data_json.len(), &opts, timestamp)?;
-    // Node stores `attempts: 0` when none is given; keep the stored options identical.
-    if opts.attempts.is_none() {
-        opts = opts.attempts(0);
-    }
-    let keys = bullmq_protocol::keys::QueueKeys::new(ctx.prefix.clone(), args.queue.clone());
-    let client = super::connect(ctx).await?;
-    let mut job =
-        bullmq_redis::queue::NewJob::new(&args.name, data_json, opts.to_json(), timestamp);
-    if let Some(id) = &opts.job_id {
-        job = job.with_custom_id(id.clone());
-    }
-    let id = match bullmq_redis::queue::add_job(&client, &keys, &job)
+    let opts = args.options()?;
+    let queue = super::open_queue(ctx, &args.queue, false).await?;
+    let job = queue
+        .add(args.name.as_str(), &data)
+        .opts(opts)
         .await
-        .with_context(|| format!("could not add {:?} to queue {:?}", args.name, args.queue))?
-    {
-        bullmq_redis::queue::AddResult::Id(id) => id,
-        other => bail!("the job was not added: {other:?}"),
-    };
-    let state = bullmq_redis::queue::get_state(&client, &keys, &id)
-        .await
-        .ok();
-    let _ = bullmq_redis::fred::prelude::ClientLike::quit(&client).await;
+        .with_context(|| format!("could not add {:?} to queue {:?}", args.name, args.queue))?;
+    let state = queue.get_job_state(job.id()).await.ok();
     if ctx.json {
-        print_json(&json!({"queue": args.queue, "id": id, "state": state.map(|s| s.as_str())}));
+        print_json(
+            &json!({"queue": args.queue, "id": job.id(), "state": state.map(|s| s.as_str())}),
+        );
     } else {
         match state {
-            Some(state) => println!("added job {id} to {} ({})", args.queue, state.as_str()),
-            None => println!("added job {id} to {}", args.queue),
+            Some(state) => println!(
+                "added job {} to {} ({})",
+                job.id(),
+                args.queue,
+                state.as_str()
+            ),
+            None => println!("added job {} to {}", job.id(), args.queue),
         }
     }
+    queue.close().await?;
     Ok(())
 }
 

@@ -17,15 +17,18 @@ pub(crate) struct Context {
 pub(crate) mod workers;
 
 use anyhow::{Context as _, Result};
-use bullmq_redis::fred::prelude::Client;
-use bullmq_redis::ConnectionConfig;
+use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 
-/// A plain connection to the configured Redis, for the commands that read raw structures.
-pub(crate) async fn connect(ctx: &Context) -> Result<Client> {
+/// Opens `name` on the configured Redis and prefix. `read_only` skips writing the queue's
+/// `meta` (which a Node `Queue` writes when it opens), so inspecting never creates keys.
+pub(crate) async fn open_queue(ctx: &Context, name: &str, read_only: bool) -> Result<Queue> {
     let config = ConnectionConfig::from_url(&ctx.redis_url)
         .with_context(|| format!("bad --redis-url {}", ctx.redis_url))?;
-    config
-        .connect(None)
+    let target = config.target();
+    let options = QueueOptions::new(config)
+        .prefix(ctx.prefix.clone())
+        .skip_meta_update(read_only);
+    Queue::new(name, options)
         .await
-        .with_context(|| format!("cannot reach Redis at {}", config.target()))
+        .with_context(|| format!("cannot open queue {name:?} on Redis at {target}"))
 }

@@ -42,21 +42,21 @@ const STATES: [JobState; 8] = [
 
 /// Runs `bullmq stats`.
 pub(crate) async fn run(ctx: &Context, args: StatsArgs) -> Result<()> {
-    let keys = QueueKeys::new(ctx.prefix.clone(), args.queue.clone());
-    let client = super::connect(ctx).await?;
-    let counts = bullmq_redis::queue::get_counts(&client, &keys, &STATES)
-        .await
-        .context("reading job counts")?;
-    let paused = bullmq_redis::queue::is_paused(&client, &keys)
-        .await
-        .context("reading the paused flag")?;
-    let workers = list_workers(&client, &keys).await?;
+    // Reading must not create anything, so the queue's `meta` is left alone.
+    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let counts = queue.get_job_counts().await.context("reading job counts")?;
+    let paused = queue.is_paused().await.context("reading the paused flag")?;
+    let workers = list_workers(queue.client(), queue.keys()).await?;
+    let keys = queue.keys().clone();
     let stats = Stats {
-        counts: STATES.into_iter().zip(counts).collect(),
+        counts: STATES
+            .into_iter()
+            .map(|state| (state, counts.get(state)))
+            .collect(),
         paused,
         workers,
     };
-    let _ = bullmq_redis::fred::prelude::ClientLike::quit(&client).await;
+    queue.close().await?;
     if ctx.json {
         print_json(&as_json(&args.queue, &stats));
     } else {

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 /// One worker connection found in `CLIENT LIST`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct WorkerConnection {
     /// The raw connection name (`{prefix}:{base64(queue)}[:w:{worker name}]`).
     pub(crate) name: String,
