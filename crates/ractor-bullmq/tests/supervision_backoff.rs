@@ -4,9 +4,7 @@ mod supervision_support;
 
 use std::time::Duration;
 
-use ractor_bullmq::supervision::{
-    Backoff, RuntimeEvent, Strategy, Supervisor, SupervisorOptions,
-};
+use ractor_bullmq::supervision::{Backoff, RuntimeEvent, Strategy, Supervisor, SupervisorOptions};
 use supervision_support::*;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
@@ -30,7 +28,11 @@ async fn fixed_backoff_delays_the_restart() {
     })
     .await;
     tokio::time::sleep(Duration::from_secs(29)).await;
-    assert_eq!(probe.starts("x"), 1, "not restarted before the backoff elapsed");
+    assert_eq!(
+        probe.starts("x"),
+        1,
+        "not restarted before the backoff elapsed"
+    );
 
     wait_started(&probe, &sup, "x", 2).await;
     assert!(crashed_at.elapsed() >= Duration::from_secs(30));
@@ -85,7 +87,11 @@ async fn one_for_all_backoff_restarts_the_whole_group_after_the_delay_in_order()
     tell(&sup, "a", TestMsg::Panic).await;
     eventually("b stopped", || probe.log() == ["stop:b"]).await;
     tokio::time::sleep(Duration::from_secs(9)).await;
-    assert_eq!(probe.log(), ["stop:b"], "nothing restarted during the backoff");
+    assert_eq!(
+        probe.log(),
+        ["stop:b"],
+        "nothing restarted during the backoff"
+    );
     wait_started(&probe, &sup, "b", 2).await;
     assert_eq!(probe.log(), ["stop:b", "start:a", "start:b"]);
     sup.shutdown(Duration::from_secs(5)).await.unwrap();

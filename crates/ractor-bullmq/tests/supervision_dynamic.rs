@@ -28,7 +28,13 @@ async fn start_terminate_and_list_children() {
     let children = sup.which_children().await.unwrap();
     let summary: Vec<_> = children
         .iter()
-        .map(|c| (c.id.as_str(), c.restart, c.cell.as_ref().map(|x| x.get_id())))
+        .map(|c| {
+            (
+                c.id.as_str(),
+                c.restart,
+                c.cell.as_ref().map(|x| x.get_id()),
+            )
+        })
         .collect();
     assert_eq!(
         summary,
@@ -102,7 +108,8 @@ async fn start_failures_are_reported_and_the_supervisor_keeps_running() {
 
     // A start function that forgets to link is refused rather than leaked.
     let unlinked = ChildSpec::new("unlinked", |_supervisor| async {
-        let (actor, _) = Actor::spawn(None, TestChild, test_args(&Probe::default(), "unlinked")).await?;
+        let (actor, _) =
+            Actor::spawn(None, TestChild, test_args(&Probe::default(), "unlinked")).await?;
         Ok(actor.get_cell())
     });
     let err = sup.start_child(unlinked).await.unwrap_err();

@@ -114,7 +114,11 @@ async fn zero_max_restarts_gives_up_on_the_first_exit() {
 }
 
 /// A child whose start function fails on chosen attempts (1-based), else starts a test child.
-fn flaky_start(probe: &Probe, id: &str, fail_on: &'static [usize]) -> ractor_bullmq::supervision::ChildSpec {
+fn flaky_start(
+    probe: &Probe,
+    id: &str,
+    fail_on: &'static [usize],
+) -> ractor_bullmq::supervision::ChildSpec {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let attempts = Arc::new(AtomicUsize::new(0));

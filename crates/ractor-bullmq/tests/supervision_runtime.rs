@@ -60,8 +60,8 @@ async fn runtime_owns_two_dynamic_supervisors_and_shuts_down_in_reverse_order() 
 #[tokio::test]
 async fn restarts_and_give_ups_are_reported_on_the_event_stream() {
     let probe = Probe::default();
-    let options = RuntimeOptions::default()
-        .worker_supervisor(SupervisorOptions::default().max_restarts(1));
+    let options =
+        RuntimeOptions::default().worker_supervisor(SupervisorOptions::default().max_restarts(1));
     let runtime = Runtime::start(options).await.unwrap();
     let mut events = runtime.subscribe();
     let workers = runtime.worker_supervisor().unwrap();
@@ -89,10 +89,16 @@ async fn restarts_and_give_ups_are_reported_on_the_event_stream() {
         _ => None,
     })
     .await;
-    assert_eq!(gave_up, (format!("{}.workers", runtime.name()), "w".to_owned()));
+    assert_eq!(
+        gave_up,
+        (format!("{}.workers", runtime.name()), "w".to_owned())
+    );
     let restarted = next_event(&mut events, |e| match e {
         RuntimeEvent::ChildRestarted {
-            supervisor, child, reason, ..
+            supervisor,
+            child,
+            reason,
+            ..
         } if supervisor == runtime.name() => Some((child.clone(), reason.clone())),
         _ => None,
     })

@@ -134,7 +134,10 @@ impl ChildSpec {
     }
 
     /// Runs the start function once.
-    pub(crate) fn start(&self, supervisor: ActorCell) -> BoxFuture<'static, Result<ActorCell, SpawnErr>> {
+    pub(crate) fn start(
+        &self,
+        supervisor: ActorCell,
+    ) -> BoxFuture<'static, Result<ActorCell, SpawnErr>> {
         (self.start)(supervisor)
     }
 }

@@ -110,7 +110,10 @@ impl SupervisorRef {
     pub async fn shutdown(&self, timeout: Duration) -> Result<(), SupervisionError> {
         match self
             .actor
-            .stop_and_wait(Some(super::strategy::SHUTDOWN_REASON.to_owned()), Some(timeout))
+            .stop_and_wait(
+                Some(super::strategy::SHUTDOWN_REASON.to_owned()),
+                Some(timeout),
+            )
             .await
         {
             Err(RactorErr::Timeout) => {

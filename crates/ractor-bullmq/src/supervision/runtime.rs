@@ -258,7 +258,7 @@ fn queue_events_name(runtime: &str) -> String {
 }
 
 fn lookup(name: &str) -> Result<SupervisorRef, SupervisionError> {
-    ActorRef::<SupervisorMsg>::where_is(name.to_owned())
+    ActorRef::<SupervisorMsg>::where_is(name)
         .filter(|a| a.get_status() < ActorStatus::Stopping)
         .map(SupervisorRef::new)
         .ok_or_else(|| SupervisionError::NotRunning(name.to_owned()))

@@ -20,8 +20,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use ractor::{
-    Actor, ActorCell, ActorProcessingErr, ActorRef, ActorStatus, RactorErr, RpcReplyPort,
-    SpawnErr, SupervisionEvent,
+    Actor, ActorCell, ActorProcessingErr, ActorRef, ActorStatus, RactorErr, RpcReplyPort, SpawnErr,
+    SupervisionEvent,
 };
 use tokio::task::JoinHandle;
 
@@ -146,7 +146,8 @@ impl Supervisor {
     ) -> Result<(SupervisorRef, JoinHandle<()>), SpawnErr> {
         let args = SupervisorArgs { options, children };
         let (actor, handle) = Actor::spawn_linked(name, Supervisor, args, parent).await?;
-        Ok((SupervisorRef::new(actor), handle)) }
+        Ok((SupervisorRef::new(actor), handle))
+    }
 
     /// A [`ChildSpec`] that runs a supervisor (registered as `name` if given) under another
     /// supervisor: permanent, with [`SUPERVISOR_SHUTDOWN`] as its shutdown timeout.
@@ -314,13 +315,13 @@ impl SupervisorState {
         myself: &ActorRef<SupervisorMsg>,
         spec: &ChildSpec,
     ) -> Result<ActorCell, SupervisionError> {
-        let cell = spec
-            .start(myself.get_cell())
-            .await
-            .map_err(|e| SupervisionError::StartFailed {
-                id: spec.id().to_owned(),
-                reason: e.to_string(),
-            })?;
+        let cell =
+            spec.start(myself.get_cell())
+                .await
+                .map_err(|e| SupervisionError::StartFailed {
+                    id: spec.id().to_owned(),
+                    reason: e.to_string(),
+                })?;
         let linked_here = cell
             .try_get_supervisor()
             .is_some_and(|s| s.get_id() == myself.get_id());
@@ -371,21 +372,18 @@ impl SupervisorState {
     /// Stops one child gracefully, killing it after `timeout`. The child must already be
     /// detached from `children` so its exit event is ignored.
     async fn stop_child(&self, id: &str, cell: &ActorCell, timeout: Duration) {
-        match cell
+        let stopped = cell
             .stop_and_wait(Some(SHUTDOWN_REASON.to_owned()), Some(timeout))
-            .await
-        {
-            Err(RactorErr::Timeout) => {
-                tracing::warn!(supervisor = %self.name, child = id, ?timeout,
-                    "child did not stop in time; killing it");
-                self.emit(RuntimeEvent::ChildKilled {
-                    supervisor: self.name.clone(),
-                    child: id.to_owned(),
-                });
-                let _ = cell.kill_and_wait(Some(KILL_WAIT)).await;
-            }
-            // Ok, or the actor was already gone: either way it is stopped.
-            _ => {}
+            .await;
+        // Any other error means the actor was already gone: either way it is stopped.
+        if let Err(RactorErr::Timeout) = stopped {
+            tracing::warn!(supervisor = %self.name, child = id, ?timeout,
+                "child did not stop in time; killing it");
+            self.emit(RuntimeEvent::ChildKilled {
+                supervisor: self.name.clone(),
+                child: id.to_owned(),
+            });
+            let _ = cell.kill_and_wait(Some(KILL_WAIT)).await;
         }
     }
 
@@ -418,7 +416,11 @@ impl SupervisorState {
         let id = self.children[idx].spec.id().to_owned();
         self.children[idx].cell = None;
 
-        if !self.children[idx].spec.restart_policy().should_restart(kind) {
+        if !self.children[idx]
+            .spec
+            .restart_policy()
+            .should_restart(kind)
+        {
             tracing::info!(supervisor = %self.name, child = %id, %reason, "child exited; not restarted");
             self.children.remove(idx);
             self.emit(RuntimeEvent::ChildExited {
@@ -437,13 +439,15 @@ impl SupervisorState {
 
         let child = &mut self.children[idx];
         // A child that stayed up for a whole period starts its backoff from scratch.
-        child.consecutive = if now.saturating_duration_since(child.started_at) >= intensity.period
-        {
+        child.consecutive = if now.saturating_duration_since(child.started_at) >= intensity.period {
             1
         } else {
             child.consecutive.saturating_add(1)
         };
-        let backoff = child.spec.backoff_override().unwrap_or(self.options.backoff);
+        let backoff = child
+            .spec
+            .backoff_override()
+            .unwrap_or(self.options.backoff);
         let delay = backoff.delay(child.consecutive);
         let due = now + delay;
         child.pending = Some(Pending {

@@ -154,7 +154,13 @@ impl Actor for TestChild {
         _myself: ActorRef<TestMsg>,
         args: TestArgs,
     ) -> Result<TestArgs, ActorProcessingErr> {
-        *args.probe.starts.lock().unwrap().entry(args.id.clone()).or_default() += 1;
+        *args
+            .probe
+            .starts
+            .lock()
+            .unwrap()
+            .entry(args.id.clone())
+            .or_default() += 1;
         args.probe.record(format!("start:{}", args.id));
         Ok(args)
     }
@@ -239,8 +245,7 @@ impl Actor for Parent {
         args: ParentArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let (sup, _) =
-            Supervisor::spawn_linked(None, args.options, args.children, myself.get_cell())
-                .await?;
+            Supervisor::spawn_linked(None, args.options, args.children, myself.get_cell()).await?;
         let _ = args.sup_out.send(sup);
         Ok(args.report)
     }
