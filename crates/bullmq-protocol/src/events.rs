@@ -346,6 +346,13 @@ impl StreamEvent {
             event: Event::from_fields(fields),
         }
     }
+
+    /// Time the entry was added, ms since the Unix epoch (the `{ms}` part of the id), if the
+    /// id has Redis's format.
+    #[must_use]
+    pub fn timestamp_ms(&self) -> Option<u64> {
+        self.id.split('-').next().and_then(|ms| ms.parse().ok())
+    }
 }
 
 /// Typed decoding of a known event; `None` when the name is unknown or a field is unusable.

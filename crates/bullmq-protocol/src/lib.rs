@@ -3,8 +3,9 @@
 //! Everything another BullMQ client (Node, Python, Elixir) can observe in Redis is described
 //! here: key names ([`keys`]), job options with BullMQ's JSON short keys ([`options`]), the job
 //! hash ([`job_record`]), the events stream ([`events`]), the zset scores ([`score`]), retry
-//! backoff ([`backoff`]) and input validation ([`validation`]). The crate is pure so that all of
-//! it is unit- and property-tested without Redis.
+//! backoff ([`backoff`]), input validation ([`validation`]) and the scripts' error codes
+//! ([`error_code`]). The crate is pure so that all of it is unit- and property-tested without
+//! Redis.
 //!
 //! The facts (field names, short keys, event fields, score formulas, limits and error messages)
 //! are those of Node `bullmq` 6.7.0; `tests/fixtures/node-6.7.0.json` holds job hashes and
@@ -31,6 +32,7 @@
 
 pub mod backoff;
 pub mod error;
+pub mod error_code;
 pub mod events;
 pub mod job_record;
 pub mod keys;
@@ -42,6 +44,7 @@ pub mod validation;
 
 pub use backoff::{backoff_delay, BackoffDelay};
 pub use error::{DecodeError, DecodeReason, ParseJobStateError, ValidationError};
+pub use error_code::{ScriptErrorCode, ScriptErrorContext};
 pub use events::{Event, StreamEvent};
 pub use job_record::{JobRecord, ParentInfo};
 pub use options::{Backoff, BackoffKind, Deduplication, JobOptions, KeepJobs, ParentRef};

@@ -25,6 +25,8 @@ fn unknown_event_is_custom_with_raw_fields() {
         }
     );
     assert_eq!(e.event.name(), "my-event");
+    assert_eq!(e.timestamp_ms(), Some(5));
+    assert_eq!(StreamEvent::decode("x", Vec::new()).timestamp_ms(), None);
     assert_eq!(e.event.job_id(), Some("3"));
 }
 
