@@ -21,6 +21,7 @@ pub use events::{
 };
 pub use job::Job;
 pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
+pub use supervision::{Runtime, RuntimeEvent, RuntimeOptions};
 pub use worker::{
     DelayedError, JobContext, RateLimitError, UnrecoverableError, Worker, WorkerArgs,
     WorkerCallbacks, WorkerHandle, WorkerOptions,

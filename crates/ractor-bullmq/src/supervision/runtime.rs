@@ -38,7 +38,8 @@ const QUEUE_EVENTS_SUPERVISOR_ID: &str = "queue_events_supervisor";
 /// Gives each unnamed runtime of the process a distinct registry prefix.
 static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
 
-/// Options of [`Runtime::start`].
+/// Options of [`Runtime::start`]. The runtime replaces the `events` sender of the three
+/// supervisor option sets with its own channel ([`Runtime::subscribe`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RuntimeOptions {
