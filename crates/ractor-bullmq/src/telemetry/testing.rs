@@ -238,8 +238,9 @@ where
 
 /// A metrics recorder for tests, with lookups by metric name and labels.
 ///
-/// Histogram values accumulate across lookups (the underlying debugging recorder hands each
-/// value out once).
+/// Values accumulate across lookups (the underlying debugging recorder hands out and resets
+/// deltas): counters and histograms exactly; gauges as the sum of their increments and
+/// decrements, which is what every catalogue gauge uses (a `set` gauge would read wrong).
 pub struct CapturedMetrics {
     recorder: DebuggingRecorder,
     snapshotter: Snapshotter,
@@ -303,7 +304,12 @@ impl CapturedMetrics {
                     Recorded::Histogram(values.into_iter().map(|f| f.into_inner()).collect())
                 }
             };
+            // The debugging recorder hands out deltas (it zeroes what it reports), so add up.
             match (seen.get_mut(&entry_key), value) {
+                (Some(Recorded::Counter(old)), Recorded::Counter(new)) => {
+                    *old = old.saturating_add(new);
+                }
+                (Some(Recorded::Gauge(old)), Recorded::Gauge(new)) => *old += new,
                 (Some(Recorded::Histogram(old)), Recorded::Histogram(new)) => old.extend(new),
                 (_, value) => {
                     seen.insert(entry_key, value);

@@ -1,0 +1,194 @@
+//! OpenTelemetry propagation through `opts.tm` (feature `otel`): a trace started by a
+//! producer, Node or Rust, continues on our `bullmq.worker.process` span, and Node reads the
+//! `tm` we write as `bullmq-otel` would.
+#![cfg(feature = "otel")]
+
+mod telemetry_support;
+
+use opentelemetry::trace::{SpanKind, TraceContextExt, TracerProvider as _};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use ractor_bullmq::protocol::options::JobOptions;
+use ractor_bullmq::telemetry::{self, otel, span_names, JobTelemetry};
+use ractor_bullmq::{Queue, QueueOptions};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::SubscriberExt;
+
+use telemetry_support::{node_eval, unique_queue};
+
+/// A subscriber exporting every finished span to memory, installed on this thread.
+struct Otel {
+    exporter: InMemorySpanExporter,
+    provider: SdkTracerProvider,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+impl Otel {
+    fn install() -> Self {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("telemetry-test"));
+        let guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+        Self {
+            exporter,
+            provider,
+            _guard: guard,
+        }
+    }
+
+    fn finished(&self, name: &str) -> SpanData {
+        self.provider.force_flush().expect("flush");
+        self.exporter
+            .get_finished_spans()
+            .expect("spans")
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("span {name} not exported"))
+    }
+}
+
+const NODE_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+const NODE_SPAN: &str = "b7ad6b7169203331";
+
+#[test]
+fn process_span_continues_the_trace_in_tm() {
+    let otel = Otel::install();
+    let tm = format!(r#"{{"traceparent":"00-{NODE_TRACE}-{NODE_SPAN}-01"}}"#);
+    let job = JobTelemetry::new("q", "1", "traced").trace_metadata(Some(&tm));
+    drop(telemetry::process_span(&job));
+
+    let span = otel.finished(span_names::WORKER_PROCESS);
+    assert_eq!(span.span_context.trace_id().to_string(), NODE_TRACE);
+    assert_eq!(span.parent_span_id.to_string(), NODE_SPAN);
+    assert!(span.parent_span_is_remote);
+    assert_eq!(span.span_kind, SpanKind::Consumer);
+}
+
+#[test]
+fn without_tm_the_process_span_starts_its_own_trace() {
+    let otel = Otel::install();
+    drop(telemetry::process_span(&JobTelemetry::new(
+        "q", "1", "plain",
+    )));
+    let span = otel.finished(span_names::WORKER_PROCESS);
+    assert!(span.span_context.is_valid());
+    assert_ne!(span.span_context.trace_id().to_string(), NODE_TRACE);
+    assert_eq!(span.parent_span_id, opentelemetry::trace::SpanId::INVALID);
+}
+
+#[test]
+fn rust_producer_to_rust_consumer() {
+    let otel = Otel::install();
+    let add = telemetry::add_span("q", "traced");
+    let tm = telemetry::propagation_metadata(&add).expect("tm from the add span");
+    let add_context = add.context().span().span_context().clone();
+    drop(add);
+
+    let job = JobTelemetry::new("q", "1", "traced").trace_metadata(Some(&tm));
+    drop(telemetry::process_span(&job));
+
+    let producer = otel.finished(span_names::QUEUE_ADD);
+    let consumer = otel.finished(span_names::WORKER_PROCESS);
+    assert_eq!(producer.span_kind, SpanKind::Producer);
+    assert_eq!(producer.span_context, add_context);
+    assert_eq!(
+        consumer.span_context.trace_id(),
+        producer.span_context.trace_id()
+    );
+    assert_eq!(consumer.parent_span_id, producer.span_context.span_id());
+}
+
+#[test]
+fn no_tm_without_an_opentelemetry_layer() {
+    // No subscriber with the OpenTelemetry layer on this thread: nothing to propagate.
+    let add = telemetry::add_span("q", "traced");
+    assert_eq!(telemetry::propagation_metadata(&add), None);
+    assert!(!otel::set_parent(
+        &add,
+        &format!(r#"{{"traceparent":"00-{NODE_TRACE}-{NODE_SPAN}-01"}}"#)
+    ));
+}
+
+/// A job added by a Node producer with its trace context in `opts.telemetry.metadata` (what
+/// `bullmq-otel` stores there) is processed on a span of the same trace.
+#[tokio::test]
+async fn node_producer_trace_continues_in_our_process_span() {
+    let Some(_) = telemetry_support::node_dir() else {
+        return;
+    };
+    let otel = Otel::install();
+    let queue_name = unique_queue("otel-node-to-rust");
+    let tm = format!(r#"{{"traceparent":"00-{NODE_TRACE}-{NODE_SPAN}-01"}}"#);
+    let added = node_eval(
+        r#"
+        const q = new Queue(process.env.QUEUE, { connection: connectionOptions() });
+        const job = await q.add('traced', { n: 1 }, { telemetry: { metadata: process.env.TM } });
+        await q.close();
+        return { id: job.id };
+        "#,
+        &[("QUEUE", &queue_name), ("TM", &tm)],
+    );
+    let id = added["id"].as_str().expect("job id").to_owned();
+
+    let queue = Queue::new(&queue_name, QueueOptions::from_env().expect("env"))
+        .await
+        .expect("queue");
+    let job = queue.get_job(&id).await.expect("read").expect("job exists");
+    assert_eq!(job.opts().telemetry_metadata.as_deref(), Some(tm.as_str()));
+
+    let identity = JobTelemetry::from_job(&job, "rust-worker");
+    drop(telemetry::process_span(&identity));
+    let span = otel.finished(span_names::WORKER_PROCESS);
+    assert_eq!(span.span_context.trace_id().to_string(), NODE_TRACE);
+    assert_eq!(span.parent_span_id.to_string(), NODE_SPAN);
+
+    queue.obliterate(true).await.expect("obliterate");
+    queue.close().await.expect("close");
+}
+
+/// The `tm` a Rust producer stores is what Node's worker-side `fromMetadata` expects: a JSON
+/// object string whose `traceparent` names our `bullmq.queue.add` span.
+#[tokio::test]
+async fn rust_producer_tm_is_read_by_node() {
+    let Some(_) = telemetry_support::node_dir() else {
+        return;
+    };
+    let _otel = Otel::install();
+    let queue_name = unique_queue("otel-rust-to-node");
+    let queue = Queue::new(&queue_name, QueueOptions::from_env().expect("env"))
+        .await
+        .expect("queue");
+
+    let add = telemetry::add_span(&queue_name, "traced");
+    let tm = telemetry::propagation_metadata(&add).expect("tm");
+    let sc = add.context().span().span_context().clone();
+    let job = queue
+        .add_job(
+            "traced",
+            serde_json::json!({}),
+            JobOptions::default().telemetry_metadata(tm),
+        )
+        .await
+        .expect("add");
+    telemetry::record_job_id(&add, job.id());
+    drop(add);
+
+    let read = node_eval(
+        r#"
+        const q = new Queue(process.env.QUEUE, { connection: connectionOptions() });
+        const job = await q.getJob(process.env.ID);
+        await q.close();
+        const tm = job.opts.telemetry && job.opts.telemetry.metadata;
+        return { tm, parsed: JSON.parse(tm) };
+        "#,
+        &[("QUEUE", &queue_name), ("ID", job.id())],
+    );
+    assert_eq!(
+        read["parsed"]["traceparent"],
+        format!("00-{}-{}-01", sc.trace_id(), sc.span_id())
+    );
+
+    queue.obliterate(true).await.expect("obliterate");
+    queue.close().await.expect("close");
+}
