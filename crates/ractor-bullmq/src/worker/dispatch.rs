@@ -44,7 +44,8 @@ impl WorkerState {
     }
 
     fn schedule_pump(&self, myself: &ActorRef<WorkerMsg>, after: Duration) {
-        let _ = myself.send_after(after, || internal(InternalMsg::Pump));
+        // A detached timer: dropping its handle does not cancel it.
+        drop(myself.send_after(after, || internal(InternalMsg::Pump)));
     }
 
     /// Starts the next Redis call if none is in flight: a finish batch (fetching for the free
