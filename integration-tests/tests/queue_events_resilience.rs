@@ -15,12 +15,12 @@ use common::*;
 use fred::prelude::ClientLike;
 use fred::types::{ClusterHash, CustomCommand};
 use queue_events_support::*;
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use ractor_bullmq::protocol::events::StreamEvent;
 use ractor_bullmq::protocol::keys::QueueKeys;
+use ractor_bullmq::supervision::{Runtime, RuntimeEvent, RuntimeOptions};
 use ractor_bullmq::{
-    ConnectionConfig, QueueEvents, QueueEventsArgs, QueueEventsHandle, QueueEventsHandler,
-    QueueEventsOptions, QueueEventsProducer,
+    ConnectionConfig, QueueEventsArgs, QueueEventsHandle, QueueEventsHandler, QueueEventsOptions,
+    QueueEventsProducer,
 };
 use tokio::sync::mpsc;
 
@@ -30,31 +30,36 @@ fn ids(events: &[StreamEvent]) -> Vec<String> {
     events.iter().map(|e| e.id.clone()).collect()
 }
 
-/// `CLIENT KILL ID` of every connection named `name` (only ours: the name holds a unique queue).
-async fn kill_connections_named(name: &str) -> Result<usize> {
+/// Ids of the connections named `name` (only ours: the name holds a unique queue).
+async fn connection_ids_named(name: &str) -> Result<Vec<String>> {
     let client = raw_client().await?;
     let list = client_list(&client).await?;
-    let mut killed = 0;
-    for line in list.lines() {
-        let field = |key: &str| {
+    client.quit().await?;
+    Ok(list
+        .lines()
+        .filter(|line| line.split(' ').any(|kv| kv == format!("name={name}")))
+        .filter_map(|line| {
             line.split(' ')
-                .find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+                .find_map(|kv| kv.strip_prefix("id="))
                 .map(str::to_owned)
-        };
-        if field("name").as_deref() == Some(name) {
-            if let Some(id) = field("id") {
-                let _: i64 = client
-                    .custom(
-                        CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
-                        vec!["KILL".to_owned(), "ID".to_owned(), id],
-                    )
-                    .await?;
-                killed += 1;
-            }
-        }
+        })
+        .collect())
+}
+
+/// `CLIENT KILL ID` of every connection named `name`; returns the ids killed.
+async fn kill_connections_named(name: &str) -> Result<Vec<String>> {
+    let ids = connection_ids_named(name).await?;
+    let client = raw_client().await?;
+    for id in &ids {
+        let _: i64 = client
+            .custom(
+                CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
+                vec!["KILL".to_owned(), "ID".to_owned(), id.clone()],
+            )
+            .await?;
     }
     client.quit().await?;
-    Ok(killed)
+    Ok(ids)
 }
 
 #[tokio::test]
@@ -73,20 +78,25 @@ async fn killed_connection_resumes_without_skipping_or_repeating() -> Result<()>
         expected.extend(published);
         received.extend(recv_n(&mut rx, 10, WAIT).await?);
         // The connection is named as Node names QueueEvents connections, which is how we find it.
-        eventually("the :qe connection to exist and be killed", WAIT, || {
-            let conn_name = conn_name.clone();
-            async move {
-                kill_connections_named(&conn_name)
-                    .await
-                    .map(|n| n > 0)
-                    .unwrap_or(false)
-            }
-        })
-        .await?;
+        let killed = kill_connections_named(&conn_name).await?;
+        assert_eq!(
+            killed.len(),
+            1,
+            "one :qe connection, named as Node names it"
+        );
         // Published while the reader is reconnecting: must still arrive, once.
         let during = publish_ticks(&producer, 1_000 + round * 10, 3).await?;
         expected.extend(during);
         received.extend(recv_n(&mut rx, 3, WAIT).await?);
+        // It really reconnected: a new connection, with its name set again.
+        eventually("a new, named :qe connection", WAIT, || {
+            let (conn_name, killed) = (conn_name.clone(), killed.clone());
+            async move {
+                let now = connection_ids_named(&conn_name).await.unwrap_or_default();
+                now.len() == 1 && now != killed
+            }
+        })
+        .await?;
     }
     assert_eq!(ids(&received), expected);
     // Nothing else arrives (nothing twice).
@@ -320,44 +330,12 @@ impl QueueEventsHandler for FailOnce {
     }
 }
 
-/// Restarts its QueueEvents child with the same arguments when it fails.
-struct Restarter;
-
-impl Actor for Restarter {
-    type Msg = ();
-    type State = (QueueEventsArgs, Arc<AtomicUsize>);
-    type Arguments = (QueueEventsArgs, Arc<AtomicUsize>);
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<()>,
-        args: Self::Arguments,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Actor::spawn_linked(None, QueueEvents, args.0.clone(), myself.get_cell()).await?;
-        Ok(args)
-    }
-
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<()>,
-        event: SupervisionEvent,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        if let SupervisionEvent::ActorFailed(_, _) = event {
-            state.1.fetch_add(1, Ordering::SeqCst);
-            Actor::spawn_linked(None, QueueEvents, state.0.clone(), myself.get_cell()).await?;
-        }
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn crash_under_a_supervisor_resumes_from_the_last_delivered_id() -> Result<()> {
     let queue = unique_queue("qe-crash");
     let producer = producer(&queue).await?;
     let failed = Arc::new(AtomicBool::new(false));
     let inits = Arc::new(AtomicUsize::new(0));
-    let restarts = Arc::new(AtomicUsize::new(0));
     let (handled_tx, mut handled) = mpsc::unbounded_channel();
     let handler = FailOnce {
         failed: failed.clone(),
@@ -365,14 +343,11 @@ async fn crash_under_a_supervisor_resumes_from_the_last_delivered_id() -> Result
         handled: handled_tx,
     };
     let args = QueueEventsArgs::with_handler(options(&queue, "0").autorun(false), handler)?;
-    let events = QueueEventsHandle::from_args(&args);
+    let runtime = Runtime::start(RuntimeOptions::default()).await?;
+    let mut tree_events = runtime.subscribe();
+    let events = QueueEventsHandle::start_supervised(&runtime, "qe-crash", args).await?;
     let mut rx = events.subscribe_stream();
-    let (supervisor, _) = Actor::spawn(None, Restarter, (args.clone(), restarts.clone())).await?;
-    eventually("QueueEvents started", WAIT, || {
-        let up = events.actor().is_some();
-        async move { up }
-    })
-    .await?;
+    let first_actor = events.actor().context("started")?.get_id();
     events.run().await?;
 
     let published = publish_ticks(&producer, 0, 10).await?;
@@ -382,7 +357,21 @@ async fn crash_under_a_supervisor_resumes_from_the_last_delivered_id() -> Result
         published,
         "subscribers: every event once, in order"
     );
-    assert_eq!(restarts.load(Ordering::SeqCst), 1);
+    let restarted = events.actor().context("restarted")?.get_id();
+    assert_ne!(restarted, first_actor, "a new actor serves the same handle");
+    let restart = tokio::time::timeout(WAIT, async {
+        loop {
+            match tree_events.recv().await {
+                Ok(RuntimeEvent::ChildRestarted { child, reason, .. }) if child == "qe-crash" => {
+                    break Ok(reason);
+                }
+                Ok(_) => continue,
+                Err(error) => break Err(error),
+            }
+        }
+    })
+    .await??;
+    assert!(restart.contains("failing on tick 5"), "{restart}");
     assert_eq!(
         inits.load(Ordering::SeqCst),
         2,
@@ -406,7 +395,23 @@ async fn crash_under_a_supervisor_resumes_from_the_last_delivered_id() -> Result
     assert_eq!(ids(&recv_n(&mut rx, 2, WAIT).await?), more);
 
     events.close().await;
-    supervisor.stop(None);
+    // Closed is a normal exit: the Transient child is not restarted.
+    eventually("child removed after close", WAIT, || {
+        let runtime = runtime.clone();
+        async move {
+            match runtime.queue_events_supervisor() {
+                Ok(sup) => sup
+                    .which_children()
+                    .await
+                    .map(|c| c.is_empty())
+                    .unwrap_or(false),
+                Err(_) => false,
+            }
+        }
+    })
+    .await?;
+    assert!(events.actor().is_none());
+    runtime.shutdown(Duration::from_secs(10)).await?;
     producer.close().await;
     cleanup(&queue).await?;
     Ok(())

@@ -30,6 +30,7 @@ use super::options::QueueEventsOptions;
 use super::reader::{spawn_reader, ReaderGuard, ReaderSettings};
 use super::shared::{QueueEventsArgs, QueueEventsShared};
 use super::subscribers::{QueueEvent, Subscriber, SubscriptionId};
+use crate::supervision::{Branch, Runtime};
 
 /// Messages of the [`QueueEvents`] actor.
 #[derive(Debug)]
@@ -139,7 +140,8 @@ impl Actor for QueueEvents {
                 }
                 state.args.shared.subscribers().clear();
                 let _ = reply.send(());
-                myself.stop(Some("closed".into()));
+                // A "shutdown:" reason is a normal exit: a Transient child is not restarted.
+                myself.stop(Some("shutdown: closed".into()));
             }
         }
         Ok(())
@@ -265,6 +267,25 @@ impl QueueEventsHandle {
     pub async fn spawn(args: QueueEventsArgs) -> Result<Self, QueueEventsError> {
         let name = args.options.name.clone();
         Actor::spawn(name, QueueEvents, args.clone())
+            .await
+            .map_err(|error| QueueEventsError::Spawn(error.to_string()))?;
+        Ok(Self { args })
+    }
+
+    /// Starts a QueueEvents under the [`Runtime`]'s QueueEventsSupervisor as child `id` (see
+    /// [`QueueEventsArgs::child_spec`]): restarted when it crashes, resuming after the last
+    /// delivered id with the same subscribers.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueEventsError::Spawn`] when the supervisor cannot start it.
+    pub async fn start_supervised(
+        runtime: &Runtime,
+        id: impl Into<String>,
+        args: QueueEventsArgs,
+    ) -> Result<Self, QueueEventsError> {
+        runtime
+            .start_child_under(Branch::QueueEvents, args.child_spec(id))
             .await
             .map_err(|error| QueueEventsError::Spawn(error.to_string()))?;
         Ok(Self { args })

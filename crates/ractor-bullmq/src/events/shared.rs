@@ -7,12 +7,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ractor::ActorRef;
+use ractor::{Actor, ActorRef};
+
+use crate::supervision::{ChildSpec, Restart};
 
 use super::error::QueueEventsError;
 use super::handler::{DynHandler, QueueEventsHandler, Threaded};
 use super::options::QueueEventsOptions;
-use super::queue_events::QueueEventsMsg;
+use super::queue_events::{QueueEvents, QueueEventsMsg};
 use super::subscribers::SubscriberSet;
 
 /// Arguments of the [`QueueEvents`](super::QueueEvents) actor. Cheap to clone; every clone
@@ -48,6 +50,23 @@ impl QueueEventsArgs {
         options.validate()?;
         let shared = QueueEventsShared::new(&options, Some(Box::new(Threaded::new(handler))));
         Ok(Self { options, shared })
+    }
+
+    /// A child spec for a supervisor (such as the [`Runtime`](crate::supervision::Runtime)'s
+    /// QueueEventsSupervisor): every (re)start spawns a [`QueueEvents`] from these arguments, so
+    /// a restarted actor resumes after the last delivered id with the same subscribers and
+    /// handler. The policy is [`Restart::Transient`]: a crash restarts it, `close()` does not.
+    pub fn child_spec(&self, id: impl Into<String>) -> ChildSpec {
+        let args = self.clone();
+        ChildSpec::new(id, move |supervisor| {
+            let args = args.clone();
+            async move {
+                let name = args.options.name.clone();
+                let (actor, _) = Actor::spawn_linked(name, QueueEvents, args, supervisor).await?;
+                Ok(actor.get_cell())
+            }
+        })
+        .restart(Restart::Transient)
     }
 
     /// The options.
