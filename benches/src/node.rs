@@ -1,0 +1,49 @@
+//! Runs the Node BullMQ side of a benchmark (`benches/node/*.js`) and reads its JSON result.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// `benches/node`.
+fn node_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node")
+}
+
+/// Whether Node and the oracle package (`integration-tests/node/node_modules/bullmq`) exist.
+pub(crate) fn available() -> bool {
+    let oracle = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../integration-tests/node/node_modules/bullmq/package.json");
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    node && oracle.exists()
+}
+
+/// Runs `node {script} {arg}` and parses the JSON it prints.
+pub(crate) async fn run(script: &str, arg: &Value, redis_url: &str) -> Result<Value> {
+    let output = tokio::process::Command::new("node")
+        .arg(script)
+        .arg(arg.to_string())
+        .current_dir(node_dir())
+        .env("REDIS_URL", redis_url)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .with_context(|| format!("could not start node {script}"))?;
+    if !output.status.success() {
+        bail!(
+            "node {script} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "node {script} did not print JSON: {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}

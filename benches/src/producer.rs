@@ -1,0 +1,210 @@
+//! The producer benchmark: how fast jobs get into a queue, ours next to Node BullMQ's.
+//!
+//! Scenarios (the same names for both implementations):
+//! - `add`: one job at a time, each awaited before the next;
+//! - `add_concurrent_100`: 100 adds in flight on one connection;
+//! - `add_bulk_50` / `add_bulk_1000`: `add_bulk` / Node `addBulk` in batches.
+//!
+//! Every scenario uses a fresh queue that is deleted afterwards, and the same small payload.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use bullmq_redis::fred::prelude::Client;
+use futures::{StreamExt, TryStreamExt};
+use ractor_bullmq::protocol::options::JobOptions;
+use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
+use serde_json::{json, Value};
+
+use crate::report::Measurement;
+use crate::{node, process_cpu, redis_stats};
+
+/// What the producer benchmark runs.
+#[derive(Debug, Clone)]
+pub(crate) struct ProducerConfig {
+    /// Jobs per scenario.
+    pub(crate) jobs: u64,
+    /// Redis URL.
+    pub(crate) redis_url: String,
+    /// Whether to run the Node side.
+    pub(crate) with_node: bool,
+}
+
+/// One scenario of the producer benchmark.
+#[derive(Debug, Clone, Copy)]
+enum Scenario {
+    Sequential,
+    Concurrent(usize),
+    Bulk(usize),
+}
+
+impl Scenario {
+    const ALL: [Scenario; 4] = [
+        Scenario::Sequential,
+        Scenario::Concurrent(100),
+        Scenario::Bulk(50),
+        Scenario::Bulk(1000),
+    ];
+
+    fn name(self) -> String {
+        match self {
+            Scenario::Sequential => "add".into(),
+            Scenario::Concurrent(n) => format!("add_concurrent_{n}"),
+            Scenario::Bulk(n) => format!("add_bulk_{n}"),
+        }
+    }
+
+    /// Arguments of `benches/node/producer.js` for the same scenario.
+    fn node_args(self, queue: &str, jobs: u64) -> Value {
+        match self {
+            Scenario::Sequential => json!({"queue": queue, "jobs": jobs, "mode": "add"}),
+            Scenario::Concurrent(n) => {
+                json!({"queue": queue, "jobs": jobs, "mode": "add-concurrent", "concurrency": n})
+            }
+            Scenario::Bulk(n) => {
+                json!({"queue": queue, "jobs": jobs, "mode": "addBulk", "batch": n})
+            }
+        }
+    }
+}
+
+/// The payload every benchmark job carries (the Node script builds the same one).
+fn payload(i: u64) -> Value {
+    json!({"index": i, "email": format!("user{i}@example.com"), "template": "welcome"})
+}
+
+/// Runs every scenario for us, then for Node, printing a JSON line per scenario; returns all
+/// measurements.
+pub(crate) async fn run(config: &ProducerConfig) -> Result<Vec<Measurement>> {
+    let connection = ConnectionConfig::from_url(&config.redis_url)?;
+    let admin = connection
+        .connect(None)
+        .await
+        .context("connecting for INFO and cleanup")?;
+    let run_id = std::process::id();
+    let mut results = Vec::new();
+
+    for scenario in Scenario::ALL {
+        let queue_name = format!("bench-producer-rust-{run_id}-{}", scenario.name());
+        let queue = Queue::new(queue_name.clone(), QueueOptions::new(connection.clone())).await?;
+        let cpu_before = redis_stats::server_cpu_seconds(&admin).await?;
+        let client_before = process_cpu::cpu_seconds();
+        let started = Instant::now();
+        add_jobs(&queue, scenario, config.jobs).await?;
+        let seconds = started.elapsed().as_secs_f64();
+        let client_cpu_ms = process_cpu::cpu_seconds()
+            .zip(client_before)
+            .map(|(after, before)| (after - before) * 1000.0);
+        let redis_cpu = redis_stats::server_cpu_seconds(&admin).await? - cpu_before;
+        let counts = queue.get_job_counts().await?;
+        anyhow::ensure!(
+            counts.waiting == config.jobs,
+            "{}: expected {} waiting jobs, found {}",
+            scenario.name(),
+            config.jobs,
+            counts.waiting
+        );
+        queue.close().await?;
+        let m = measurement(
+            scenario,
+            "rust",
+            config.jobs,
+            seconds,
+            redis_cpu,
+            client_cpu_ms,
+        );
+        m.print_json_line();
+        results.push(m);
+        redis_stats::delete_queue(&admin, "bull", &queue_name).await?;
+    }
+
+    if config.with_node {
+        for scenario in Scenario::ALL {
+            let m = run_node_scenario(&admin, config, scenario, run_id).await?;
+            m.print_json_line();
+            results.push(m);
+        }
+    }
+    let _ = bullmq_redis::fred::prelude::ClientLike::quit(&admin).await;
+    Ok(results)
+}
+
+async fn add_jobs(queue: &Queue, scenario: Scenario, jobs: u64) -> Result<()> {
+    match scenario {
+        Scenario::Sequential => {
+            for i in 0..jobs {
+                queue.add("bench", payload(i)).await?;
+            }
+        }
+        Scenario::Concurrent(in_flight) => {
+            futures::stream::iter(0..jobs)
+                .map(|i| async move { queue.add("bench", payload(i)).await })
+                .buffer_unordered(in_flight)
+                .try_for_each(|_| async { Ok(()) })
+                .await?;
+        }
+        Scenario::Bulk(batch) => {
+            let mut start = 0;
+            while start < jobs {
+                let end = (start + batch as u64).min(jobs);
+                queue
+                    .add_bulk((start..end).map(|i| ("bench", payload(i), JobOptions::new())))
+                    .await?;
+                start = end;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn run_node_scenario(
+    admin: &Client,
+    config: &ProducerConfig,
+    scenario: Scenario,
+    run_id: u32,
+) -> Result<Measurement> {
+    let queue_name = format!("bench-producer-node-{run_id}-{}", scenario.name());
+    let cpu_before = redis_stats::server_cpu_seconds(admin).await?;
+    let out = node::run(
+        "producer.js",
+        &scenario.node_args(&queue_name, config.jobs),
+        &config.redis_url,
+    )
+    .await?;
+    // Node's own timing excludes its start-up; Redis CPU includes the queue's opening, as ours.
+    let redis_cpu = redis_stats::server_cpu_seconds(admin).await? - cpu_before;
+    let seconds = out["seconds"].as_f64().context("producer.js: seconds")?;
+    let client_cpu_ms = out["clientCpuMs"].as_f64();
+    redis_stats::delete_queue(admin, "bull", &queue_name).await?;
+    Ok(measurement(
+        scenario,
+        "node",
+        config.jobs,
+        seconds,
+        redis_cpu,
+        client_cpu_ms,
+    ))
+}
+
+fn measurement(
+    scenario: Scenario,
+    implementation: &'static str,
+    jobs: u64,
+    seconds: f64,
+    redis_cpu_seconds: f64,
+    client_cpu_ms: Option<f64>,
+) -> Measurement {
+    Measurement {
+        scenario: scenario.name(),
+        implementation,
+        jobs,
+        seconds,
+        jobs_per_sec: if seconds > 0.0 {
+            jobs as f64 / seconds
+        } else {
+            0.0
+        },
+        redis_cpu_us_per_job: redis_cpu_seconds * 1e6 / jobs.max(1) as f64,
+        client_cpu_ms,
+    }
+}

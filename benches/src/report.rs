@@ -1,0 +1,110 @@
+//! Benchmark results: one JSON line per scenario while running, a markdown table at the end.
+
+use serde::Serialize;
+
+/// What one scenario measured.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Measurement {
+    /// Scenario name, the same for both implementations (`add`, `add_bulk_50`, ...).
+    pub(crate) scenario: String,
+    /// `rust` or `node`.
+    pub(crate) implementation: &'static str,
+    /// Jobs added.
+    pub(crate) jobs: u64,
+    /// Wall-clock seconds from the first add to the last reply.
+    pub(crate) seconds: f64,
+    /// `jobs / seconds`.
+    pub(crate) jobs_per_sec: f64,
+    /// Redis server CPU (user + system) per job, in microseconds.
+    pub(crate) redis_cpu_us_per_job: f64,
+    /// Client CPU (user + system) in milliseconds, when known.
+    pub(crate) client_cpu_ms: Option<f64>,
+}
+
+impl Measurement {
+    /// Prints the measurement as one JSON line on stdout.
+    pub(crate) fn print_json_line(&self) {
+        match serde_json::to_string(self) {
+            Ok(line) => println!("{line}"),
+            Err(error) => eprintln!("could not serialise a measurement: {error}"),
+        }
+    }
+}
+
+/// A markdown table with one row per scenario, ours next to Node's and their ratio.
+pub(crate) fn markdown_table(results: &[Measurement]) -> String {
+    let mut scenarios: Vec<&str> = Vec::new();
+    for m in results {
+        if !scenarios.contains(&m.scenario.as_str()) {
+            scenarios.push(&m.scenario);
+        }
+    }
+    let find = |scenario: &str, implementation: &str| {
+        results
+            .iter()
+            .find(|m| m.scenario == scenario && m.implementation == implementation)
+    };
+    let mut out = String::from(
+        "| scenario | ours jobs/s | Node jobs/s | ours / Node | ours Redis µs/job | Node Redis µs/job |\n\
+         |---|---:|---:|---:|---:|---:|\n",
+    );
+    let rate =
+        |m: Option<&Measurement>| m.map_or("–".to_string(), |m| format!("{:.0}", m.jobs_per_sec));
+    let cpu = |m: Option<&Measurement>| {
+        m.map_or("–".to_string(), |m| {
+            format!("{:.1}", m.redis_cpu_us_per_job)
+        })
+    };
+    for scenario in scenarios {
+        let ours = find(scenario, "rust");
+        let node = find(scenario, "node");
+        let ratio = match (ours, node) {
+            (Some(o), Some(n)) if n.jobs_per_sec > 0.0 => {
+                format!("{:.2}×", o.jobs_per_sec / n.jobs_per_sec)
+            }
+            _ => "–".to_string(),
+        };
+        out.push_str(&format!(
+            "| {scenario} | {} | {} | {ratio} | {} | {} |\n",
+            rate(ours),
+            rate(node),
+            cpu(ours),
+            cpu(node)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(scenario: &str, implementation: &'static str, rate: f64) -> Measurement {
+        Measurement {
+            scenario: scenario.into(),
+            implementation,
+            jobs: 100,
+            seconds: 100.0 / rate,
+            jobs_per_sec: rate,
+            redis_cpu_us_per_job: 10.0,
+            client_cpu_ms: None,
+        }
+    }
+
+    #[test]
+    fn table_pairs_ours_with_node() {
+        let table = markdown_table(&[
+            m("add", "rust", 2000.0),
+            m("add", "node", 1000.0),
+            m("add_bulk_50", "rust", 5000.0),
+        ]);
+        assert!(
+            table.contains("| add | 2000 | 1000 | 2.00× | 10.0 | 10.0 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| add_bulk_50 | 5000 | – | – | 10.0 | – |"),
+            "{table}"
+        );
+    }
+}
