@@ -126,3 +126,12 @@ async fn temporary_sibling_stopped_by_one_for_all_is_not_restarted() {
     assert_eq!(ids, ["a", "c"]);
     sup.shutdown(Duration::from_secs(5)).await.unwrap();
 }
+
+#[tokio::test]
+async fn transient_is_restarted_after_being_killed() {
+    let probe = Probe::default();
+    let (sup, _rx) = start_one(&probe, Restart::Transient).await;
+    child_ref(&sup, "x").await.kill();
+    wait_started(&probe, &sup, "x", 2).await;
+    sup.shutdown(Duration::from_secs(5)).await.unwrap();
+}

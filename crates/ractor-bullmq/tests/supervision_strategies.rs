@@ -92,3 +92,31 @@ async fn rest_for_one_restarts_the_failed_child_and_those_after_it() {
     assert_eq!((probe.starts("a"), probe.starts("b")), (1, 2));
     sup.shutdown(Duration::from_secs(5)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strategies_hold_on_a_multi_thread_runtime() {
+    for strategy in [
+        Strategy::OneForOne,
+        Strategy::OneForAll,
+        Strategy::RestForOne,
+    ] {
+        let probe = Probe::default();
+        let sup = start(strategy, &probe).await;
+        for round in 2..=4 {
+            probe.clear_log();
+            tell(&sup, "b", TestMsg::Panic).await;
+            wait_started(&probe, &sup, "b", round).await;
+            let expected: &[&str] = match strategy {
+                Strategy::OneForOne => &["start:b"],
+                Strategy::OneForAll => &["stop:c", "stop:a", "start:a", "start:b", "start:c"],
+                Strategy::RestForOne => &["stop:c", "start:b", "start:c"],
+            };
+            eventually("the restart to finish", || {
+                probe.log().len() >= expected.len()
+            })
+            .await;
+            assert_eq!(probe.log(), expected, "{strategy:?} round {round}");
+        }
+        sup.shutdown(Duration::from_secs(5)).await.unwrap();
+    }
+}
