@@ -182,6 +182,7 @@ async fn counts_cover_every_state() -> Result<()> {
         (1, 2, 1, 0)
     );
     assert_eq!(counts.pending(), 7);
+    assert_eq!(queue.count().await?, 7);
     assert_eq!(queue.get_job_state(active.id()).await?, JobState::Active);
     assert_eq!(queue.get_job_state("c1").await?, JobState::Completed);
     assert_eq!(queue.get_job_state("f1").await?, JobState::Failed);

@@ -329,3 +329,57 @@ async fn admin_operations_leave_the_same_redis_state_as_node() -> Result<()> {
     cleanup(&theirs).await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn deduplication_modes_leave_the_same_redis_state_as_node() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let ours = unique_queue("qp-rust-dedup");
+    let theirs = unique_queue("qp-node-dedup");
+    let queue = Queue::new(&ours, QueueOptions::from_env()?).await?;
+    let replace = json!({"id": "rep", "ttl": 100_000, "replace": true});
+    let extend = json!({"id": "ext", "ttl": 100_000, "extend": true});
+    let reschedule = json!({"id": "res", "reschedule": true});
+    let cases = vec![
+        (
+            "r",
+            json!({"timestamp": TS, "delay": 5000, "deduplication": replace}),
+        ),
+        (
+            "r",
+            json!({"timestamp": TS + 1, "delay": 6000, "deduplication": replace}),
+        ),
+        ("x", json!({"timestamp": TS, "deduplication": extend})),
+        ("x", json!({"timestamp": TS, "deduplication": extend})),
+        (
+            "s",
+            json!({"timestamp": TS, "delay": 5000, "deduplication": reschedule}),
+        ),
+        (
+            "s",
+            json!({"timestamp": TS + 2, "delay": 9000, "deduplication": reschedule}),
+        ),
+    ];
+    let mut node_jobs = Vec::new();
+    for (i, (name, opts)) in cases.into_iter().enumerate() {
+        queue
+            .add_job(name, json!({ "i": i }), options(&opts))
+            .await?;
+        node_jobs.push(json!({"name": name, "data": {"i": i}, "opts": opts}));
+    }
+    run_node("add_jobs.js", &json!({"queue": theirs, "jobs": node_jobs})).await?;
+
+    let raw = raw_client().await?;
+    let (mine, node) = (snapshot(&raw, &ours).await?, snapshot(&raw, &theirs).await?);
+    let events = node["events"].to_string();
+    assert!(
+        events.contains("removed") && events.contains("deduplicated"),
+        "{events}"
+    );
+    assert_eq!(mine, node);
+    queue.close().await?;
+    cleanup(&ours).await?;
+    cleanup(&theirs).await?;
+    Ok(())
+}

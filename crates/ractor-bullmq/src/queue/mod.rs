@@ -256,6 +256,16 @@ impl Queue {
         Ok(JobCounts::from_counts(&counts))
     }
 
+    /// Jobs not processed yet: waiting, delayed, prioritized and waiting-children (Node
+    /// `Queue.count`).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn count(&self) -> Result<u64> {
+        Ok(self.get_job_counts().await?.pending())
+    }
+
     /// Ids of the jobs in `states`, positions `start..=end` of each state (`-1` = last), oldest
     /// first when `ascending`; states are concatenated in the given order, duplicates dropped.
     ///
