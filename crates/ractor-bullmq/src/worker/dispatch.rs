@@ -89,7 +89,15 @@ impl WorkerState {
             });
             return;
         }
-        if !self.may_fetch() || free == 0 || limited {
+        if !self.may_fetch() || free == 0 {
+            return;
+        }
+        if let Some(until) = self.limited_until.filter(|_| limited) {
+            // Look again when the limit window closes (one timer per window).
+            if self.limit_timer_for != Some(until) {
+                self.limit_timer_for = Some(until);
+                self.schedule_pump(myself, until - now);
+            }
             return;
         }
         let delayed_due = self.next_delayed_at.is_some_and(|at| at <= now_ms());
@@ -268,7 +276,6 @@ impl WorkerState {
     ) -> Vec<String> {
         if !fetched.rate_limited_for.is_zero() {
             self.limited_until = Some(Instant::now() + fetched.rate_limited_for);
-            self.schedule_pump(myself, fetched.rate_limited_for);
         }
         tracing::trace!(requested, fetched = fetched.jobs.len(), next_delayed_at = ?fetched.next_delayed_at,
             rate_limited_for = ?fetched.rate_limited_for, "fetched");
