@@ -12,7 +12,9 @@ use std::time::Duration;
 use common::*;
 use fred::prelude::{ClientLike, KeysInterface, ListInterface};
 use ractor_bullmq::worker::{Job, JobContext};
-use ractor_bullmq::{DelayedError, RateLimitError, Worker, WorkerArgs, WorkerCallbacks, WorkerOptions};
+use ractor_bullmq::{
+    DelayedError, RateLimitError, Worker, WorkerArgs, WorkerCallbacks, WorkerOptions,
+};
 use serde_json::{json, Value};
 use worker_common::*;
 
@@ -70,8 +72,12 @@ async fn delayed_rate_limited_custom_backoff_progress_and_removal() -> anyhow::R
                 };
                 match (job.name(), run) {
                     ("custom-backoff", n) if n < 3 => anyhow::bail!("attempt {n} fails"),
-                    ("delay-me", 1) => return Err(DelayedError::new(Duration::from_millis(200)).into()),
-                    ("rate-limited", 1) => return Err(RateLimitError::new(Duration::from_millis(300)).into()),
+                    ("delay-me", 1) => {
+                        return Err(DelayedError::new(Duration::from_millis(200)).into())
+                    }
+                    ("rate-limited", 1) => {
+                        return Err(RateLimitError::new(Duration::from_millis(300)).into())
+                    }
                     ("progress", _) => {
                         ctx.update_progress(json!({"pct": 42})).await?;
                         ctx.log("hello").await?;
@@ -89,8 +95,12 @@ async fn delayed_rate_limited_custom_backoff_progress_and_removal() -> anyhow::R
     });
     let options = WorkerOptions::new()
         .concurrency(5)
-        .backoff_strategy("linear", |attempts, _job, _err| Some(Duration::from_millis(10 * u64::from(attempts))));
-    let args = WorkerArgs::connect(&config(), &queue, processor, options).await?.callbacks(callbacks);
+        .backoff_strategy("linear", |attempts, _job, _err| {
+            Some(Duration::from_millis(10 * u64::from(attempts)))
+        });
+    let args = WorkerArgs::connect(&config(), &queue, processor, options)
+        .await?
+        .callbacks(callbacks);
     let worker = Worker::spawn(args).await?;
     // "removed" leaves no trace in completed, so wait for the other four.
     wait_finished(&queue, 4, Duration::from_secs(20)).await?;
@@ -99,7 +109,10 @@ async fn delayed_rate_limited_custom_backoff_progress_and_removal() -> anyhow::R
         let id = ids[4].clone();
         async move {
             let client = raw_client().await.expect("redis");
-            let exists: i64 = client.exists(format!("{PREFIX}:{q}:{id}")).await.unwrap_or(1);
+            let exists: i64 = client
+                .exists(format!("{PREFIX}:{q}:{id}"))
+                .await
+                .unwrap_or(1);
             exists == 0
         }
     })
@@ -108,25 +121,65 @@ async fn delayed_rate_limited_custom_backoff_progress_and_removal() -> anyhow::R
 
     let jobs = read(&queue, &ids).await?;
     let events = read_events(&queue).await?;
-    assert_eq!((jobs[0]["state"].as_str(), jobs[0]["attemptsMade"].as_u64()), (Some("completed"), Some(3)));
+    assert_eq!(
+        (jobs[0]["state"].as_str(), jobs[0]["attemptsMade"].as_u64()),
+        (Some("completed"), Some(3))
+    );
     assert_eq!(
         events_of(&events, &ids[0]),
-        ["added", "waiting", "active", "delayed", "waiting", "active", "delayed", "waiting", "active", "completed"]
+        [
+            "added",
+            "waiting",
+            "active",
+            "delayed",
+            "waiting",
+            "active",
+            "delayed",
+            "waiting",
+            "active",
+            "completed"
+        ]
     );
     // DelayedError: no attempt counted.
-    assert_eq!((jobs[1]["state"].as_str(), jobs[1]["attemptsMade"].as_u64()), (Some("completed"), Some(1)));
+    assert_eq!(
+        (jobs[1]["state"].as_str(), jobs[1]["attemptsMade"].as_u64()),
+        (Some("completed"), Some(1))
+    );
     assert_eq!(
         events_of(&events, &ids[1]),
-        ["added", "waiting", "active", "delayed", "waiting", "active", "completed"]
+        [
+            "added",
+            "waiting",
+            "active",
+            "delayed",
+            "waiting",
+            "active",
+            "completed"
+        ]
     );
     // RateLimitError: back to wait, no attempt counted.
-    assert_eq!((jobs[2]["state"].as_str(), jobs[2]["attemptsMade"].as_u64()), (Some("completed"), Some(1)));
+    assert_eq!(
+        (jobs[2]["state"].as_str(), jobs[2]["attemptsMade"].as_u64()),
+        (Some("completed"), Some(1))
+    );
     assert_eq!(jobs[2]["returnvalue"], json!({"run": 2}));
-    assert_eq!(events_of(&events, &ids[2]), ["added", "waiting", "active", "waiting", "active", "completed"]);
+    assert_eq!(
+        events_of(&events, &ids[2]),
+        [
+            "added",
+            "waiting",
+            "active",
+            "waiting",
+            "active",
+            "completed"
+        ]
+    );
     assert_eq!(jobs[3]["progress"], json!({"pct": 42}));
     assert_eq!(progress.lock().unwrap().clone(), vec![json!({"pct": 42})]);
     let client = raw_client().await?;
-    let logs: Vec<String> = client.lrange(format!("{PREFIX}:{queue}:{}:logs", ids[3]), 0, -1).await?;
+    let logs: Vec<String> = client
+        .lrange(format!("{PREFIX}:{queue}:{}:logs", ids[3]), 0, -1)
+        .await?;
     assert_eq!(logs, ["hello"]);
     assert!(events_of(&events, &ids[3]).contains(&"progress".to_string()));
     assert_eq!(jobs[4], Value::Null);
@@ -140,17 +193,28 @@ async fn worker_limiter_spreads_jobs_over_windows() -> anyhow::Result<()> {
         return Ok(());
     }
     let queue = unique_queue("w-limiter");
-    let ids = add(&queue, json!((0..5).map(|i| json!({"name": "l", "data": {"i": i}})).collect::<Vec<_>>())).await?;
+    let ids = add(
+        &queue,
+        json!((0..5)
+            .map(|i| json!({"name": "l", "data": {"i": i}}))
+            .collect::<Vec<_>>()),
+    )
+    .await?;
     let worker = spawn_worker(
         &queue,
-        WorkerOptions::new().concurrency(5).limiter(2, Duration::from_millis(1000)),
+        WorkerOptions::new()
+            .concurrency(5)
+            .limiter(2, Duration::from_millis(1000)),
         WorkerCallbacks::new(),
     )
     .await?;
     wait_finished(&queue, 5, Duration::from_secs(20)).await?;
     worker.close().await?;
     let jobs = read(&queue, &ids).await?;
-    let mut started: Vec<u64> = jobs.iter().filter_map(|j| j["processedOn"].as_u64()).collect();
+    let mut started: Vec<u64> = jobs
+        .iter()
+        .filter_map(|j| j["processedOn"].as_u64())
+        .collect();
     started.sort_unstable();
     assert_eq!(started.len(), 5);
     // 2 jobs per second: the fifth starts in the third window.
@@ -164,7 +228,11 @@ async fn manual_fetch_and_force_close_leave_jobs_for_stalled_recovery() -> anyho
         return Ok(());
     }
     let queue = unique_queue("w-manual");
-    let ids = add(&queue, json!([{"name": "slow", "data": {"sleepMs": 30000}}, {"name": "next", "data": {}}])).await?;
+    let ids = add(
+        &queue,
+        json!([{"name": "slow", "data": {"sleepMs": 30000}}, {"name": "next", "data": {}}]),
+    )
+    .await?;
     let worker = spawn_worker(
         &queue,
         WorkerOptions::new().concurrency(2).autorun(false),
@@ -180,7 +248,11 @@ async fn manual_fetch_and_force_close_leave_jobs_for_stalled_recovery() -> anyho
         async move { w.active_count().await.unwrap_or(0) == 1 }
     })
     .await?;
-    assert_eq!(count(&queue, "wait").await?, 1, "autorun=false fetched only on request");
+    assert_eq!(
+        count(&queue, "wait").await?,
+        1,
+        "autorun=false fetched only on request"
+    );
 
     let report = worker.close_force().await?;
     assert_eq!(report.left_for_stalled_recovery, vec![ids[0].clone()]);
@@ -188,7 +260,9 @@ async fn manual_fetch_and_force_close_leave_jobs_for_stalled_recovery() -> anyho
     // The job is still active and locked: a stalled check recovers it after the lock expires.
     assert_eq!(count(&queue, "active").await?, 1);
     let client = raw_client().await?;
-    let lock: i64 = client.exists(format!("{PREFIX}:{queue}:{}:lock", ids[0])).await?;
+    let lock: i64 = client
+        .exists(format!("{PREFIX}:{queue}:{}:lock", ids[0]))
+        .await?;
     assert_eq!(lock, 1);
     client.quit().await?;
     cleanup(&queue).await

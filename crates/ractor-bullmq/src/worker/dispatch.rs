@@ -20,6 +20,22 @@ use crate::store::{now_ms, FetchRequest, Fetched, FetchedJob, Finish, FinishActi
 /// Longest pause after repeated Redis errors.
 const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(5);
 
+/// A store call that has not answered after this long is treated as failed, so a connection
+/// that died silently cannot stall the worker forever (the call is retried).
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+async fn guarded<T>(
+    limit: Duration,
+    call: impl std::future::Future<Output = crate::store::StoreResult<T>>,
+) -> crate::store::StoreResult<T> {
+    match tokio::time::timeout(limit, call).await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::Other(format!(
+            "no answer from the store within {limit:?}"
+        ))),
+    }
+}
+
 impl WorkerState {
     pub(super) fn free_slots(&self) -> usize {
         self.opts.concurrency.saturating_sub(self.running.len())
@@ -79,7 +95,8 @@ impl WorkerState {
             let me = myself.clone();
             tokio::spawn(async move {
                 let finishes: Vec<Finish> = batch.iter().map(|p| p.finish.clone()).collect();
-                let result = store.finish_batch(&finishes, fetch.as_ref()).await;
+                let result =
+                    guarded(CALL_TIMEOUT, store.finish_batch(&finishes, fetch.as_ref())).await;
                 let requested = fetch.map_or(0, |f| f.count);
                 let _ = me.cast(internal(InternalMsg::Finished {
                     result,
@@ -119,7 +136,7 @@ impl WorkerState {
         let store = self.store.clone();
         let me = myself.clone();
         tokio::spawn(async move {
-            let result = store.fetch_batch(&request).await;
+            let result = guarded(CALL_TIMEOUT, store.fetch_batch(&request)).await;
             let _ = me.cast(internal(InternalMsg::Fetched {
                 result,
                 requested: request.count,
@@ -143,7 +160,7 @@ impl WorkerState {
         let store = self.store.clone();
         let me = myself.clone();
         self.waiting = Some(tokio::spawn(async move {
-            let result = store.wait_for_job(timeout).await;
+            let result = guarded(timeout + CALL_TIMEOUT, store.wait_for_job(timeout)).await;
             let _ = me.cast(internal(InternalMsg::Woken(result)));
         }));
     }
@@ -246,7 +263,8 @@ impl WorkerState {
                     let me = myself.clone();
                     let (max, interval) = (self.opts.max_stalled_count, self.opts.stalled_interval);
                     tokio::spawn(async move {
-                        let result = store.check_stalled(max, interval).await;
+                        let result =
+                            guarded(CALL_TIMEOUT, store.check_stalled(max, interval)).await;
                         let _ = me.cast(internal(InternalMsg::StalledDone(result)));
                     });
                 }
