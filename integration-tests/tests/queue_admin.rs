@@ -3,17 +3,13 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Result;
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
-use bullmq_protocol::options::JobOptions;
 use bullmq_protocol::state::JobState;
 use common::{cleanup, count_keys, now_ms, raw_client, read_events, unique_queue, StreamEvent};
-use fred::prelude::{
-    Client, HashesInterface, KeysInterface, ListInterface, LuaInterface, SortedSetsInterface,
-};
+use fred::prelude::{Client, HashesInterface, KeysInterface, ListInterface, SortedSetsInterface};
 use ractor_bullmq::{Queue, QueueError, QueueOptions};
 
 async fn open(name: &str) -> Result<Queue> {
@@ -465,34 +461,6 @@ async fn progress_logs_and_data_updates() -> Result<()> {
         queue.add_job_log("missing", "x", None).await,
         Err(QueueError::JobNotFound { .. })
     ));
-    queue.close().await?;
-    cleanup(&name).await?;
-    Ok(())
-}
-
-#[tokio::test]
-async fn script_flush_mid_test_does_not_break_the_queue() -> Result<()> {
-    let name = unique_queue("qad-flush");
-    let queue = open(&name).await?;
-    queue.add("a", 1).await?;
-    let raw = raw_client().await?;
-    let _: () = raw.script_flush(false).await?;
-    queue.add("b", 2).await?;
-    let _: () = raw.script_flush(false).await?;
-    assert_eq!(queue.get_job_counts().await?.waiting, 2);
-    let _: () = raw.script_flush(false).await?;
-    queue
-        .add_bulk(vec![
-            ("c", 3, JobOptions::new()),
-            ("d", 4, JobOptions::new()),
-        ])
-        .await?;
-    assert_eq!(
-        queue.get_job_ids(&[JobState::Waiting], 0, -1, true).await?,
-        ["1", "2", "3", "4"]
-    );
-    let meta: HashMap<String, String> = raw.hgetall(queue.keys().key(QueueKey::Meta)).await?;
-    assert!(meta.contains_key("version"));
     queue.close().await?;
     cleanup(&name).await?;
     Ok(())

@@ -10,10 +10,7 @@ use bullmq_protocol::keys::{QueueKey, QueueKeys};
 use bullmq_protocol::state::JobState;
 use bullmq_redis::queue::{self, AddResult, NewJob, RemoveOutcome};
 use common::{cleanup, raw_client, read_events, unique_queue, PREFIX};
-use fred::prelude::{
-    Client, ClientLike, HashesInterface, KeysInterface, ListInterface, LuaInterface,
-    SortedSetsInterface,
-};
+use fred::prelude::{Client, HashesInterface, KeysInterface, ListInterface, SortedSetsInterface};
 
 async fn connect() -> Result<Client> {
     Ok(bullmq_redis::ConnectionConfig::from_env()?
@@ -251,22 +248,6 @@ async fn deduplication_keeps_the_first_job_and_reports_the_dropped_one() -> Resu
     );
     let released: bool = raw.exists(keys.deduplication("d1")).await?;
     assert!(!released);
-    cleanup(&name).await?;
-    Ok(())
-}
-
-#[tokio::test]
-async fn script_flush_mid_test_reloads_transparently() -> Result<()> {
-    let name = unique_queue("qs-flush");
-    let keys = QueueKeys::new(PREFIX, &name);
-    let client = connect().await?;
-    queue::add_job(&client, &keys, &NewJob::new("a", "{}", "{}", 1)).await?;
-    let _: () = client.script_flush(false).await?;
-    let added = queue::add_job(&client, &keys, &NewJob::new("a", "{}", "{}", 2)).await?;
-    assert_eq!(added, AddResult::Id("2".into()));
-    let counts = queue::get_counts(&client, &keys, &[JobState::Waiting]).await?;
-    assert_eq!(counts, [2]);
-    client.quit().await?;
     cleanup(&name).await?;
     Ok(())
 }

@@ -67,15 +67,21 @@ fn merge_options(defaults: &JobOptions, opts: JobOptions) -> Result<JobOptions> 
     Ok(merged)
 }
 
-/// Validates and encodes one job. Nothing is written here; an error means nothing will be.
+/// Validates and encodes one job, with `trace_metadata` (the add span's context) as its `tm`.
+/// Nothing is written here; an error means nothing will be.
 pub(crate) fn prepare(
     keys: &QueueKeys,
     defaults: &JobOptions,
     name: String,
     data_json: String,
     opts: JobOptions,
+    trace_metadata: Option<String>,
 ) -> Result<PreparedJob> {
     let mut opts = merge_options(defaults, opts)?;
+    // The producer's trace context travels in `tm`, unless the job set its own or opted out.
+    if opts.telemetry_metadata.is_none() && opts.omit_context != Some(true) {
+        opts.telemetry_metadata = trace_metadata;
+    }
     if opts
         .deduplication
         .as_ref()

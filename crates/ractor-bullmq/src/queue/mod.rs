@@ -39,6 +39,7 @@ pub use reports::{JobCounts, JobLogs, QueueMeta};
 
 use crate::error::{QueueError, Result};
 use crate::job::Job;
+use crate::telemetry;
 
 /// Jobs deleted per obliterate call (as Node).
 const OBLITERATE_BATCH: u32 = 1000;
@@ -165,17 +166,17 @@ impl Queue {
         opts: JobOptions,
     ) -> Result<Job> {
         let (client, keys) = self.client_and_keys();
-        let span = tracing::debug_span!("bullmq.queue.add", queue = %keys, job_name = %name);
+        let queue_name = self.inner.name.as_str();
+        let span = telemetry::add_span(queue_name, &name);
+        let trace_metadata = telemetry::propagation_metadata(&span);
         async {
-            let prepared = add::prepare(
-                keys,
-                &self.inner.options.default_job_options,
-                name,
-                data,
-                opts,
-            )?;
+            let defaults = &self.inner.options.default_job_options;
+            let prepared = add::prepare(keys, defaults, name, data, opts, trace_metadata)?;
             let result = scripts::add_job(client, keys, &prepared.new_job).await?;
-            prepared.into_job(&self.inner.name, result)
+            let job = prepared.into_job(queue_name, result)?;
+            telemetry::record_job_id(&tracing::Span::current(), job.id());
+            telemetry::job_added(queue_name, job.id(), job.name());
+            Ok(job)
         }
         .instrument(span)
         .await
@@ -197,24 +198,37 @@ impl Queue {
         T: Serialize,
     {
         let (client, keys) = self.client_and_keys();
+        let queue_name = self.inner.name.as_str();
+        let jobs: Vec<(N, T, JobOptions)> = jobs.into_iter().collect();
+        let span = telemetry::add_bulk_span(queue_name, jobs.len());
+        let trace_metadata = telemetry::propagation_metadata(&span);
         let defaults = &self.inner.options.default_job_options;
         let prepared = jobs
             .into_iter()
             .map(|(name, data, opts)| {
                 let data = serde_json::to_string(&data)?;
-                add::prepare(keys, defaults, name.into(), data, opts)
+                add::prepare(
+                    keys,
+                    defaults,
+                    name.into(),
+                    data,
+                    opts,
+                    trace_metadata.clone(),
+                )
             })
             .collect::<Result<Vec<_>>>()?;
-        let span =
-            tracing::debug_span!("bullmq.queue.add_bulk", queue = %keys, count = prepared.len());
         async {
             let new_jobs: Vec<_> = prepared.iter().map(|p| p.new_job.clone()).collect();
             let results = scripts::add_jobs_bulk(client, keys, &new_jobs).await?;
-            prepared
+            let jobs = prepared
                 .into_iter()
                 .zip(results)
-                .map(|(job, result)| job.into_job(&self.inner.name, result))
-                .collect()
+                .map(|(job, result)| job.into_job(queue_name, result))
+                .collect::<Result<Vec<_>>>()?;
+            for job in &jobs {
+                telemetry::job_added(queue_name, job.id(), job.name());
+            }
+            Ok(jobs)
         }
         .instrument(span)
         .await
@@ -315,7 +329,9 @@ impl Queue {
     /// [`QueueError::Redis`].
     pub async fn pause(&self) -> Result<()> {
         let (client, keys) = self.client_and_keys();
-        Ok(scripts::pause(client, keys).await?)
+        scripts::pause(client, keys).await?;
+        telemetry::queue_paused(&self.inner.name);
+        Ok(())
     }
 
     /// Resumes a paused queue.
@@ -325,7 +341,9 @@ impl Queue {
     /// [`QueueError::Redis`].
     pub async fn resume(&self) -> Result<()> {
         let (client, keys) = self.client_and_keys();
-        Ok(scripts::resume(client, keys).await?)
+        scripts::resume(client, keys).await?;
+        telemetry::queue_resumed(&self.inner.name);
+        Ok(())
     }
 
     /// Whether the queue is paused.
@@ -346,7 +364,9 @@ impl Queue {
     /// [`QueueError::Redis`].
     pub async fn drain(&self, delayed: bool) -> Result<u64> {
         let (client, keys) = self.client_and_keys();
-        Ok(scripts::drain(client, keys, delayed).await?)
+        let removed = scripts::drain(client, keys, delayed).await?;
+        telemetry::queue_drained(&self.inner.name);
+        Ok(removed)
     }
 
     /// Removes jobs in `state` older than `grace` (by finishedOn, processedOn or timestamp),
