@@ -15,6 +15,9 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use ractor_bullmq::telemetry::{self, JobTelemetry};
 use tracing_subscriber::EnvFilter;
 
+/// How one attempt ends: `Ok` completes the job, `Err` fails the attempt with that message.
+type Attempt = Result<(), &'static str>;
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -37,7 +40,7 @@ fn main() -> anyhow::Result<()> {
     telemetry::worker_started(queue, worker, 4);
 
     // (job id, job name, how each attempt ends): Ok = completed, Err = failed.
-    let jobs: [(&str, &str, &[Result<(), &str>]); 4] = [
+    let jobs: [(&str, &str, &[Attempt]); 4] = [
         ("1", "welcome", &[Ok(())]),
         ("2", "welcome", &[Ok(())]),
         ("3", "digest", &[Err("SMTP timeout"), Err("SMTP timeout")]),

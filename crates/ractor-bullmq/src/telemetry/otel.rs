@@ -46,6 +46,8 @@ pub fn default_propagator() -> TextMapCompositePropagator {
 pub fn inject_context_with(propagator: &dyn TextMapPropagator, cx: &Context) -> Option<String> {
     let mut carrier: HashMap<String, String> = HashMap::new();
     propagator.inject_context(cx, &mut carrier);
+    // Rust's W3C propagator writes `tracestate` even when empty; Node's omits it.
+    carrier.retain(|_, value| !value.is_empty());
     if carrier.is_empty() {
         return None;
     }
