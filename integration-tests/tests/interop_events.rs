@@ -3,13 +3,18 @@
 //! once through our `Queue` (on queue B); the two streams must hold the same events with the
 //! same fields in the same order. Stream ids and absolute times are the only things ignored.
 //! Both queues start empty, so generated job ids line up and are compared as they are.
+//! The last scenario does the same for a worker: a Node `Worker` on queue A, our `Worker` on
+//! queue B, the same jobs and processor behaviour.
 
 mod common;
 
 use common::*;
 use ractor_bullmq::protocol::options::JobOptions;
+use std::time::Duration;
+
 use ractor_bullmq::protocol::state::JobState;
-use ractor_bullmq::Queue;
+use ractor_bullmq::worker::{Job, JobContext, Worker, WorkerArgs, WorkerOptions};
+use ractor_bullmq::{ConnectionConfig, Queue};
 use serde_json::{json, Value as Json};
 
 /// One operation of a scenario, runnable through Node and through our Queue.
@@ -274,4 +279,88 @@ async fn progress_logs_and_data_updates_emit_the_same_events() -> anyhow::Result
         ],
     )
     .await
+}
+
+/// Our processor with the behaviour `run_worker.js` gives Node's: job data chooses progress,
+/// failures and the return value.
+async fn scripted_processor(job: Job, ctx: JobContext) -> anyhow::Result<Json> {
+    let data = job.data_value().clone();
+    if let Some(progress) = data.get("progress") {
+        ctx.update_progress(progress.clone()).await?;
+    }
+    if let Some(reason) = data.get("fail").and_then(Json::as_str) {
+        anyhow::bail!("{reason}");
+    }
+    if let Some(n) = data.get("failAttempts").and_then(Json::as_u64) {
+        if u64::from(job.attempts_made()) < n {
+            anyhow::bail!("failing attempt {} on purpose", job.attempts_made() + 1);
+        }
+    }
+    Ok(data
+        .get("returnValue")
+        .cloned()
+        .unwrap_or_else(|| json!({"processedBy": "node"})))
+}
+
+#[tokio::test]
+async fn a_worker_emits_the_same_events_as_a_node_worker() -> anyhow::Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let jobs = json!([
+        {"name": "ok", "data": {"returnValue": {"v": 1}}},
+        {"name": "fails", "data": {"fail": "boom"}},
+        {"name": "progress", "data": {"progress": 50}},
+        {"name": "prio", "data": {}, "opts": {"priority": 2}},
+        {"name": "retry", "data": {"failAttempts": 1}, "opts": {"attempts": 2}},
+    ]);
+    let node_queue = unique_queue("ev-node-worker");
+    let rust_queue = unique_queue("ev-rust-worker");
+    run_node("add_jobs.js", &json!({"queue": node_queue, "jobs": jobs})).await?;
+    run_node("add_jobs.js", &json!({"queue": rust_queue, "jobs": jobs})).await?;
+
+    // Five jobs, six attempts (the retried one fails once), concurrency 1 on both sides.
+    let out = run_node(
+        "run_worker.js",
+        &json!({"queue": node_queue, "stopAfter": 6, "timeoutMs": 30_000}),
+    )
+    .await?;
+    assert_eq!(out["stoppedBy"], "count", "{out}");
+
+    let config = ConnectionConfig::from_url(&redis_url())?;
+    let args = WorkerArgs::connect(
+        &config,
+        &rust_queue,
+        scripted_processor,
+        WorkerOptions::new(),
+    )
+    .await?;
+    let worker = Worker::spawn(args).await?;
+    // Both workers end with `drained` once the queue is empty.
+    eventually(
+        "our worker drains the queue",
+        Duration::from_secs(30),
+        || {
+            let queue = rust_queue.clone();
+            async move {
+                read_events(&queue)
+                    .await
+                    .map(|events| events.iter().any(|e| e.event == "drained"))
+                    .unwrap_or(false)
+            }
+        },
+    )
+    .await?;
+    worker.close().await?;
+
+    let identity = |id: &str| id.to_string();
+    let theirs = normalize_events(&read_events(&node_queue).await?, &identity);
+    let ours = normalize_events(&read_events(&rust_queue).await?, &identity);
+    assert_eq!(
+        ours, theirs,
+        "worker events differ\n ours: {ours:#?}\nNode's: {theirs:#?}"
+    );
+    cleanup(&node_queue).await?;
+    cleanup(&rust_queue).await?;
+    Ok(())
 }
