@@ -77,9 +77,10 @@
 //!
 //! # OpenTelemetry
 //!
-//! With the `otel` cargo feature, [`otel`] propagates the trace context through the job's
-//! `opts.tm`, exactly as Node's `bullmq-otel` does: [`add_span`] + [`propagation_metadata`] on
-//! the producer side, [`process_span`] parents itself on the job's `tm` on the worker side.
+//! With the `otel` cargo feature, `telemetry::otel` propagates the trace context through the
+//! job's `opts.tm`, exactly as Node's `bullmq-otel` does: [`add_span`] +
+//! [`propagation_metadata`] on the producer side, [`process_span`] parents itself on the job's
+//! `tm` on the worker side.
 //! Without the feature [`propagation_metadata`] returns `None` and `tm` is ignored.
 //!
 //! # Examples
