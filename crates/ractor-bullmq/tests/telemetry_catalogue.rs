@@ -231,3 +231,73 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
         assert!(recorded.iter().any(|r| r == name), "{name} not recorded");
     }
 }
+
+#[test]
+fn job_finished_reports_each_finish_action() {
+    use ractor_bullmq::store::{FinishAction, Retention};
+
+    let (events, metrics) = capture();
+    let _t = events.set_default();
+    let _m = metrics.set_default();
+    let job = JobTelemetry::new("f", "9", "n").worker("f#1");
+    let took = Duration::from_millis(10);
+
+    let actions = [
+        FinishAction::Complete {
+            returnvalue: "1".into(),
+            keep: Retention::KEEP_ALL,
+        },
+        FinishAction::Fail {
+            reason: "bad".into(),
+            stacktrace: None,
+            attempts: 1,
+            keep: Retention::KEEP_ALL,
+        },
+        FinishAction::Retry {
+            reason: "again".into(),
+            stacktrace: None,
+            lifo: false,
+        },
+        FinishAction::Delay {
+            delay: Duration::from_secs(4),
+            reason: Some("backoff".into()),
+            stacktrace: None,
+            skip_attempt: false,
+        },
+        FinishAction::Delay {
+            delay: Duration::from_secs(1),
+            reason: None,
+            stacktrace: None,
+            skip_attempt: true,
+        },
+        FinishAction::RateLimit {
+            ttl: Duration::from_millis(700),
+        },
+    ];
+    for action in &actions {
+        telemetry::job_finished(&job, action, took);
+    }
+
+    assert_eq!(events.named(ev::JOB_COMPLETED).len(), 1);
+    assert_eq!(
+        events.first(ev::JOB_FAILED).expect("failed").field("error"),
+        Some("bad")
+    );
+    let retries = events.named(ev::JOB_RETRIED);
+    assert_eq!(
+        retries.len(),
+        2,
+        "a processor-requested delay is not a retry"
+    );
+    assert_eq!(retries[0].field("delay_ms"), Some("0"));
+    assert_eq!(retries[1].field("delay_ms"), Some("4000"));
+    assert_eq!(retries[1].field("error"), Some("backoff"));
+    assert_eq!(
+        events
+            .first(ev::RATE_LIMIT_HIT)
+            .expect("limit")
+            .field("delay_ms"),
+        Some("700")
+    );
+    assert_eq!(metrics.counter(m::JOBS_RETRIED, &[("queue", "f")]), Some(2));
+}

@@ -50,6 +50,9 @@
 //! | `bullmq.queue.drained` | DEBUG | — | [`queue_drained`] | — |
 //! | `bullmq.rate_limit.hit` | INFO | `delay_ms`, `worker` | [`rate_limit_hit`] | `bullmq_rate_limit_hits_total` |
 //!
+//! A Worker's finish path can report completed / failed / retried / rate-limited in one call
+//! with [`job_finished`], from the `FinishAction` it records.
+//!
 //! `bullmq_worker_active_jobs` goes back down when the [`ActiveJob`] guard returned by
 //! [`job_started`] is dropped, whatever way the attempt ended (completed, failed, lock lost,
 //! panicked), so the gauge cannot drift.
@@ -99,6 +102,7 @@
 //! ```
 
 mod events;
+mod finish;
 mod names;
 mod recorder;
 pub mod redis_metrics;
@@ -114,6 +118,7 @@ pub use events::{
     queue_paused, queue_resumed, rate_limit_hit, stalled_check, wait_time, worker_started,
     worker_stopped, ActiveJob, JobTelemetry,
 };
+pub use finish::job_finished;
 pub use names::{event_names, metric_names, span_names, TARGET};
 pub use recorder::describe_metrics;
 pub use redis_metrics::{get_metrics, Metrics, MetricsKind, MetricsMeta};
