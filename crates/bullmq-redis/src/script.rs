@@ -4,7 +4,7 @@
 //! mechanism is plain concatenation at compile time, so a shared helper is written once under
 //! `lua-scripts/includes/` and each script names the helpers it needs. The SHA1 is computed once;
 //! on `NOSCRIPT` (a restarted Redis, `SCRIPT FLUSH`, a failover) the script is loaded again and
-//! the call retried transparently.
+//! the call is retried transparently with `EVAL`, which caches the script again.
 
 use std::sync::OnceLock;
 
@@ -67,9 +67,10 @@ impl Script {
             .await
         {
             Err(error) if error.details().starts_with("NOSCRIPT") => {
-                tracing::debug!(script = self.name, "script not cached by Redis, loading it");
-                let _: String = client.script_load(self.source).await?;
-                Ok(client.evalsha(self.sha(), keys, args).await?)
+                // EVAL sends the source and caches it in one step, so a second flush racing a
+                // separate SCRIPT LOAD cannot make this retry fail.
+                tracing::debug!(script = self.name, "script not cached by Redis, sending its source");
+                Ok(client.eval(self.source, keys, args).await?)
             }
             result => Ok(result?),
         }
