@@ -147,47 +147,60 @@ async fn node_producer_trace_continues_in_our_process_span() {
     queue.close().await.expect("close");
 }
 
-/// The `tm` a Rust producer stores is what Node's worker-side `fromMetadata` expects: a JSON
-/// object string whose `traceparent` names our `bullmq.queue.add` span.
+/// `Queue::add_job` stores the trace context of its `bullmq.queue.add` span as `tm`, in the
+/// form Node's worker-side `fromMetadata` expects (a JSON object string with `traceparent`);
+/// `omc` keeps it out.
 #[tokio::test]
 async fn rust_producer_tm_is_read_by_node() {
     let Some(_) = telemetry_support::node_dir() else {
         return;
     };
-    let _otel = Otel::install();
+    let otel = Otel::install();
     let queue_name = unique_queue("otel-rust-to-node");
     let queue = Queue::new(&queue_name, QueueOptions::from_env().expect("env"))
         .await
         .expect("queue");
 
-    let add = telemetry::add_span(&queue_name, "traced");
-    let tm = telemetry::propagation_metadata(&add).expect("tm");
-    let sc = add.context().span().span_context().clone();
-    let job = queue
+    let traced = queue
+        .add_job("traced", serde_json::json!({}), JobOptions::default())
+        .await
+        .expect("add");
+    let untraced = queue
         .add_job(
-            "traced",
+            "untraced",
             serde_json::json!({}),
-            JobOptions::default().telemetry_metadata(tm),
+            JobOptions::default().omit_context(true),
         )
         .await
         .expect("add");
-    telemetry::record_job_id(&add, job.id());
-    drop(add);
+    let add = otel.finished(span_names::QUEUE_ADD);
+    assert_eq!(add.span_kind, SpanKind::Producer);
 
     let read = node_eval(
         r#"
         const q = new Queue(process.env.QUEUE, { connection: connectionOptions() });
-        const job = await q.getJob(process.env.ID);
+        const traced = await q.getJob(process.env.TRACED);
+        const untraced = await q.getJob(process.env.UNTRACED);
         await q.close();
-        const tm = job.opts.telemetry && job.opts.telemetry.metadata;
-        return { tm, parsed: JSON.parse(tm) };
+        const tm = traced.opts.telemetry && traced.opts.telemetry.metadata;
+        return {
+          parsed: JSON.parse(tm),
+          untraced: (untraced.opts.telemetry && untraced.opts.telemetry.metadata) || null,
+        };
         "#,
-        &[("QUEUE", &queue_name), ("ID", job.id())],
+        &[
+            ("QUEUE", &queue_name),
+            ("TRACED", traced.id()),
+            ("UNTRACED", untraced.id()),
+        ],
     );
     assert_eq!(
-        read["parsed"]["traceparent"],
-        format!("00-{}-{}-01", sc.trace_id(), sc.span_id())
+        read["parsed"],
+        serde_json::json!({
+            "traceparent": format!("00-{}-{}-01", add.span_context.trace_id(), add.span_context.span_id())
+        })
     );
+    assert_eq!(read["untraced"], serde_json::Value::Null);
 
     queue.obliterate(true).await.expect("obliterate");
     queue.close().await.expect("close");
