@@ -62,10 +62,15 @@ impl ConnectionConfig {
     ///
     /// [`RedisError::Config`] when the URL is not a Redis URL.
     pub fn from_url(url: &str) -> Result<Self> {
-        let parsed = Config::from_url(url).map_err(|e| RedisError::Config(format!("{url}: {e}")))?;
+        let parsed =
+            Config::from_url(url).map_err(|e| RedisError::Config(format!("{url}: {e}")))?;
         let (host, port) = match &parsed.server {
             ServerConfig::Centralized { server } => (server.host.to_string(), server.port),
-            _ => return Err(RedisError::Config(format!("{url}: only a single server URL is supported"))),
+            _ => {
+                return Err(RedisError::Config(format!(
+                    "{url}: only a single server URL is supported"
+                )))
+            }
         };
         Ok(Self {
             host,
