@@ -41,11 +41,15 @@ struct GlobalArgs {
 
 /// The subcommands; each lives in its own file under `commands/`.
 #[derive(Debug, Subcommand)]
+// Parsed once per run: the size of the largest arguments (`add`) does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Job counts per state, the paused flag and the connected workers of a queue.
     Stats(commands::stats::StatsArgs),
     /// Add one job to a queue.
     Add(commands::add::AddArgs),
+    /// Tail a queue's events live, one line per event (`--from 0` replays the stream first).
+    Events(commands::events::EventsArgs),
 }
 
 #[tokio::main]
@@ -68,6 +72,7 @@ async fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Stats(args) => commands::stats::run(&ctx, args).await,
         Command::Add(args) => commands::add::run(&ctx, args).await,
+        Command::Events(args) => commands::events::run(&ctx, args).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
