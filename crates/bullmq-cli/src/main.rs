@@ -47,7 +47,7 @@ enum Command {
     /// Job counts per state, the paused flag and the connected workers of a queue.
     Stats(commands::stats::StatsArgs),
     /// Add one job to a queue.
-    Add(commands::add::AddArgs),
+    Add(Box<commands::add::AddArgs>),
     /// Tail a queue's events live, one line per event (`--from 0` replays the stream first).
     Events(commands::events::EventsArgs),
 }
@@ -71,7 +71,7 @@ async fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Stats(args) => commands::stats::run(&ctx, args).await,
-        Command::Add(args) => commands::add::run(&ctx, args).await,
+        Command::Add(args) => commands::add::run(&ctx, *args).await,
         Command::Events(args) => commands::events::run(&ctx, args).await,
     };
     match outcome {
