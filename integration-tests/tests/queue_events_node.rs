@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use queue_events_support::*;
-use ractor_bullmq::protocol::events::Event;
+use ractor_bullmq::protocol::events::{Event, StreamEvent};
 use ractor_bullmq::QueueEventsHandle;
 use serde_json::json;
 
@@ -40,19 +40,7 @@ async fn receives_node_worker_events_typed_and_in_stream_order() -> anyhow::Resu
     // Everything the stream holds now must reach us, in order, once.
     let stored = read_events(&queue).await?;
     let received = recv_n(&mut rx, stored.len(), Duration::from_secs(20)).await?;
-    let received_ids: Vec<&str> = received.iter().map(|e| e.id.as_str()).collect();
-    let stored_ids: Vec<&str> = stored.iter().map(|e| e.id.as_str()).collect();
-    assert_eq!(received_ids, stored_ids);
-    for (ours, raw) in received.iter().zip(&stored) {
-        // The typed event re-encodes to exactly the stored fields (names and order).
-        let mut expected = vec![("event".to_owned(), raw.event.clone())];
-        expected.extend(raw.fields.iter().cloned());
-        assert_eq!(ours.event.to_fields(), expected, "event {}", ours.id);
-        assert!(
-            !matches!(ours.event, Event::Custom { .. }),
-            "untyped: {ours:?}"
-        );
-    }
+    assert_matches_stream(&received, &stored);
 
     let find = |pred: &dyn Fn(&Event) -> bool| received.iter().any(|e| pred(&e.event));
     assert!(find(
@@ -93,6 +81,133 @@ async fn receives_node_worker_events_typed_and_in_stream_order() -> anyhow::Resu
     );
     events.close().await;
     assert!(rx.recv().await.is_none(), "close ends the subscription");
+    cleanup(&queue).await?;
+    Ok(())
+}
+
+/// The typed events received equal the stored stream: same ids in the same order, each event
+/// re-encoding to exactly the stored fields, none left untyped.
+fn assert_matches_stream(received: &[StreamEvent], stored: &[common::StreamEvent]) {
+    let received_ids: Vec<&str> = received.iter().map(|e| e.id.as_str()).collect();
+    let stored_ids: Vec<&str> = stored.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(received_ids, stored_ids);
+    for (ours, raw) in received.iter().zip(stored) {
+        let mut expected = vec![("event".to_owned(), raw.event.clone())];
+        expected.extend(raw.fields.iter().cloned());
+        assert_eq!(ours.event.to_fields(), expected, "event {}", ours.id);
+        assert!(
+            !matches!(ours.event, Event::Custom { .. }),
+            "untyped: {ours:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn receives_node_admin_dedup_and_stalled_events_typed() -> anyhow::Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("qe-catalogue");
+    let events = QueueEventsHandle::start(options(&queue, "0")).await?;
+    let mut rx = events.subscribe_stream();
+
+    run_node(
+        "add_jobs.js",
+        &json!({"queue": queue, "jobs": [
+            {"name": "a", "data": {}, "opts": {"jobId": "dup"}},
+            {"name": "a", "data": {}, "opts": {"jobId": "dup"}},
+            {"name": "d", "data": {}, "opts": {"deduplication": {"id": "k"}}},
+            {"name": "d", "data": {}, "opts": {"deduplication": {"id": "k"}}},
+        ]}),
+    )
+    .await?;
+    for op in [
+        json!({"op": "pause"}),
+        json!({"op": "resume"}),
+        json!({"op": "remove", "id": "dup"}),
+    ] {
+        let mut arg = op;
+        arg["queue"] = json!(queue);
+        run_node("admin.js", &arg).await?;
+    }
+    // A short stalledInterval: each worker's stalled check sets the `stalled-check` guard for
+    // that long, which would delay the stalled scenario below.
+    run_node(
+        "run_worker.js",
+        &json!({"queue": queue, "stopAfter": 1, "stalledInterval": 300}),
+    )
+    .await?;
+    run_node(
+        "admin.js",
+        &json!({"queue": queue, "op": "clean", "grace": 0, "limit": 10, "type": "completed"}),
+    )
+    .await?;
+
+    // Stalled: a Node worker dies (SIGKILL) holding a job; another one's stalled check
+    // recovers it once the lock expired.
+    let added = run_node(
+        "add_jobs.js",
+        &json!({"queue": queue, "jobs": [{"name": "s", "data": {"sleepMs": 1_500}}]}),
+    )
+    .await?;
+    let stalled_id = added["ids"][0].as_str().unwrap_or_default().to_owned();
+    let mut doomed = tokio::process::Command::new("node")
+        .arg("run_worker.js")
+        .arg(
+            json!({"queue": queue, "lockDuration": 1_000, "timeoutMs": 60_000,
+                // Its stalled checks set the `stalled-check` guard for this long; keep it
+                // short so the rescuer's check runs soon after the kill.
+                "stalledInterval": 300})
+            .to_string(),
+        )
+        .current_dir(node_dir())
+        .env("REDIS_URL", redis_url())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !seen.iter().any(
+        |e: &StreamEvent| matches!(&e.event, Event::Active { job_id, .. } if *job_id == stalled_id),
+    ) {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(event)) => seen.push(event),
+            _ => anyhow::bail!("job {stalled_id} never became active: {seen:?}"),
+        }
+    }
+    doomed.kill().await?;
+    let rescuer = run_node(
+        "run_worker.js",
+        &json!({"queue": queue, "stopAfter": 1, "stalledInterval": 300, "lockDuration": 1_000,
+                "timeoutMs": 30_000}),
+    )
+    .await?;
+    assert_eq!(rescuer["stoppedBy"], "count", "{rescuer}");
+
+    let stored = read_events(&queue).await?;
+    let rest = recv_n(&mut rx, stored.len() - seen.len(), Duration::from_secs(20)).await?;
+    seen.extend(rest);
+    assert_matches_stream(&seen, &stored);
+
+    let has = |pred: &dyn Fn(&Event) -> bool| seen.iter().any(|e| pred(&e.event));
+    assert!(has(
+        &|e| matches!(e, Event::Duplicated { job_id } if job_id == "dup")
+    ));
+    assert!(has(
+        &|e| matches!(e, Event::Deduplicated { deduplication_id, .. } if deduplication_id == "k")
+    ));
+    assert!(has(&|e| matches!(e, Event::Paused)));
+    assert!(has(&|e| matches!(e, Event::Resumed)));
+    assert!(has(
+        &|e| matches!(e, Event::Removed { job_id, prev } if job_id == "dup" && prev.as_deref() == Some("wait"))
+    ));
+    assert!(has(&|e| matches!(e, Event::Drained)));
+    assert!(has(&|e| matches!(e, Event::Cleaned { count: 1 })));
+    assert!(has(
+        &|e| matches!(e, Event::Stalled { job_id } if *job_id == stalled_id)
+    ));
+
+    events.close().await;
     cleanup(&queue).await?;
     Ok(())
 }
