@@ -340,7 +340,10 @@ impl WorkerState {
                 self.pending.push(Pending {
                     finish,
                     job: None,
-                    outcome: JobOutcome::Unrecoverable { reason },
+                    outcome: JobOutcome::Unrecoverable {
+                        trace: reason.clone(),
+                        reason,
+                    },
                 });
                 return;
             }
@@ -353,7 +356,8 @@ impl WorkerState {
                 .map(|_| "job started more than allowable limit".to_string())
         });
         if let Some(reason) = refusal {
-            self.record_outcome(job, token, JobOutcome::Unrecoverable { reason });
+            let trace = format!("UnrecoverableError: {reason}");
+            self.record_outcome(job, token, JobOutcome::Unrecoverable { reason, trace });
             return;
         }
         let context = JobContext::new(

@@ -55,6 +55,8 @@ pub enum JobOutcome {
     Unrecoverable {
         /// `failedReason`.
         reason: String,
+        /// What goes to `stacktrace`.
+        trace: String,
     },
     /// The processor asked for the job to be delayed ([`DelayedError`]).
     Delayed(Duration),
@@ -85,6 +87,7 @@ pub(crate) fn classify(ended: Ended, cancelled: Option<CancelReason>) -> JobOutc
             if let Some(e) = error.downcast_ref::<UnrecoverableError>() {
                 JobOutcome::Unrecoverable {
                     reason: e.0.clone(),
+                    trace: format!("UnrecoverableError: {error:?}"),
                 }
             } else if let Some(e) = error.downcast_ref::<DelayedError>() {
                 JobOutcome::Delayed(e.delay)
@@ -161,7 +164,9 @@ pub(crate) fn record(
                 opts.remove_on_complete.as_ref(),
             ),
         }),
-        JobOutcome::Unrecoverable { reason } => Some(fail(reason, None)),
+        JobOutcome::Unrecoverable { reason, trace } => {
+            Some(fail(reason, Some(stacktrace(job, trace))))
+        }
         JobOutcome::Failed { reason, trace } => Some(retry_or_fail(job, reason, trace, opts, fail)),
         JobOutcome::Panicked { message } => {
             let trace = format!("panic: {message}");
