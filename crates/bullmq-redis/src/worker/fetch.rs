@@ -101,6 +101,16 @@ pub struct Fetched {
     pub gated: bool,
 }
 
+impl Fetched {
+    /// A reply carrying `jobs` (for fake stores in tests).
+    pub fn with_jobs(jobs: Vec<FetchedJob>) -> Self {
+        Self {
+            jobs,
+            ..Self::default()
+        }
+    }
+}
+
 /// Moves up to `request.count` jobs to active (promoting due delayed jobs first, honouring
 /// pause, global concurrency and rate limits) and returns them with their lock tokens.
 ///

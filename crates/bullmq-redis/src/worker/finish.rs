@@ -171,6 +171,13 @@ pub struct FinishReply {
     pub fetched: Fetched,
 }
 
+impl FinishReply {
+    /// A reply with these codes and fetched jobs (for fake stores in tests).
+    pub fn new(codes: Vec<FinishCode>, fetched: Fetched) -> Self {
+        Self { codes, fetched }
+    }
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct WireFinish<'a> {

@@ -110,6 +110,22 @@ impl WorkerHandle {
         self.close_with(true).await
     }
 
+    /// Graceful close bounded by `timeout`: when running jobs have not finished by then, they
+    /// are cancelled as by [`WorkerHandle::close_force`] (Oban's Watchman pattern).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker had already stopped.
+    pub async fn close_timeout(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<CloseReport, WorkerError> {
+        match tokio::time::timeout(timeout, self.close()).await {
+            Ok(report) => report,
+            Err(_) => self.close_force().await,
+        }
+    }
+
     async fn close_with(&self, force: bool) -> Result<CloseReport, WorkerError> {
         let report = ractor::call!(self.actor, |reply| WorkerMsg::Close { force, reply })
             .map_err(|_| WorkerError::NotRunning)?;

@@ -229,3 +229,145 @@ fn retry_or_fail(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn job(opts: &str, atm: u32, stacktrace: &str) -> Job {
+        let fields: HashMap<String, String> = [
+            ("name", "t"),
+            ("data", "{}"),
+            ("opts", opts),
+            ("atm", &atm.to_string()),
+            ("ats", &(atm + 1).to_string()),
+            ("stacktrace", stacktrace),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        Job::decode("q", "1", &fields).expect("valid job")
+    }
+
+    #[test]
+    fn classify_downcasts_the_processor_errors() {
+        let ended = |e: anyhow::Error| classify(Ended::Returned(Err(e)), None);
+        assert!(matches!(
+            ended(UnrecoverableError::new("no").into()),
+            JobOutcome::Unrecoverable { reason, .. } if reason == "no"
+        ));
+        assert_eq!(
+            ended(DelayedError::new(Duration::from_secs(2)).into()),
+            JobOutcome::Delayed(Duration::from_secs(2))
+        );
+        assert_eq!(
+            ended(RateLimitError::new(Duration::from_millis(5)).into()),
+            JobOutcome::RateLimited(Duration::from_millis(5))
+        );
+        assert!(
+            matches!(ended(anyhow::anyhow!("boom")), JobOutcome::Failed { reason, .. } if reason == "boom")
+        );
+        assert_eq!(
+            classify(
+                Ended::Returned(Ok(Value::from(1))),
+                Some(CancelReason::LockLost)
+            ),
+            JobOutcome::LockLost
+        );
+        assert_eq!(
+            classify(Ended::Cancelled, Some(CancelReason::Shutdown)),
+            JobOutcome::Cancelled
+        );
+    }
+
+    #[test]
+    fn failures_retry_until_attempts_run_out() {
+        let opts = WorkerOptions::default();
+        let failed = JobOutcome::Failed {
+            reason: "x".into(),
+            trace: "x-trace".into(),
+        };
+        let first = job(
+            r#"{"attempts":3,"backoff":{"type":"exponential","delay":100}}"#,
+            1,
+            "",
+        );
+        match record(&first, &failed, &opts) {
+            Some(FinishAction::Delay {
+                delay,
+                skip_attempt: false,
+                ..
+            }) => {
+                assert_eq!(delay, Duration::from_millis(200));
+            }
+            other => panic!("expected a delayed retry, got {other:?}"),
+        }
+        let no_backoff = job(r#"{"attempts":3}"#, 0, "");
+        assert!(matches!(
+            record(&no_backoff, &failed, &opts),
+            Some(FinishAction::Retry { lifo: false, .. })
+        ));
+        let last = job(r#"{"attempts":3}"#, 2, r#"["a","b"]"#);
+        match record(&last, &failed, &opts) {
+            Some(FinishAction::Fail {
+                attempts: 3,
+                stacktrace: Some(trace),
+                ..
+            }) => {
+                assert_eq!(trace, r#"["a","b","x-trace"]"#);
+            }
+            other => panic!("expected a final failure, got {other:?}"),
+        }
+        assert_eq!(record(&last, &JobOutcome::LockLost, &opts), None);
+    }
+
+    #[test]
+    fn stack_trace_limit_and_custom_backoff() {
+        let opts = WorkerOptions::default().backoff_strategy("never", |_, _, _| None);
+        let failed = JobOutcome::Failed {
+            reason: "x".into(),
+            trace: "t".into(),
+        };
+        let limited = job(
+            r#"{"attempts":5,"stackTraceLimit":1,"backoff":{"type":"never"}}"#,
+            0,
+            r#"["old"]"#,
+        );
+        match record(&limited, &failed, &opts) {
+            Some(FinishAction::Fail {
+                stacktrace: Some(trace),
+                ..
+            }) => assert_eq!(trace, r#"["t"]"#),
+            other => panic!("custom strategy said stop: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn job_retention_wins_over_the_workers() {
+        let worker = Some(KeepJobs::Count(10));
+        assert_eq!(retention(None, worker.as_ref()), Retention::count(10));
+        assert_eq!(
+            retention(Some(&KeepJobs::Bool(true)), worker.as_ref()),
+            Retention::REMOVE
+        );
+        assert_eq!(
+            retention(Some(&KeepJobs::Bool(false)), worker.as_ref()),
+            Retention::KEEP_ALL
+        );
+        assert_eq!(
+            retention(Some(&KeepJobs::Count(-1)), None),
+            Retention::KEEP_ALL
+        );
+        let policy = KeepJobs::Policy {
+            age: Some(60),
+            count: Some(5),
+            limit: None,
+        };
+        assert_eq!(
+            retention(Some(&policy), None),
+            Retention::new(Some(5), Some(Duration::from_secs(60)), None)
+        );
+    }
+}
