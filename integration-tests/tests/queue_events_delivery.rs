@@ -108,6 +108,8 @@ async fn autorun_false_reads_nothing_until_run() -> anyhow::Result<()> {
         events.run().await,
         Err(QueueEventsError::NotRunning)
     ));
+    // Subscribing after close gets an already-ended subscription, not a silent one.
+    assert!(events.subscribe_stream().recv().await.is_none());
     producer.close().await;
     cleanup(&queue).await?;
     Ok(())

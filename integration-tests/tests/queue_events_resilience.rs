@@ -416,3 +416,29 @@ async fn crash_under_a_supervisor_resumes_from_the_last_delivered_id() -> Result
     cleanup(&queue).await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn unreachable_redis_is_retried_and_close_still_returns() -> Result<()> {
+    // Nothing listens on this port: the reader retries with backoff, the actor stays up.
+    let port = free_port()?;
+    let connection = ConnectionConfig::from_url(&format!("redis://127.0.0.1:{port}"))?;
+    let queue = unique_queue("qe-unreachable");
+    let events = QueueEventsHandle::start(QueueEventsOptions::new(&queue, connection)).await?;
+    let mut rx = events.subscribe_stream();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(800), rx.recv())
+            .await
+            .is_err(),
+        "nothing to receive, and the subscription is still open"
+    );
+    assert!(
+        events.actor().is_some(),
+        "an outage does not stop the actor"
+    );
+    assert_eq!(events.last_event_id(), "$");
+    tokio::time::timeout(Duration::from_secs(10), events.close())
+        .await
+        .context("close() hung while Redis was unreachable")?;
+    assert!(rx.recv().await.is_none());
+    Ok(())
+}

@@ -124,7 +124,7 @@ impl Actor for QueueEvents {
                 let _ = reply.send(outcome);
             }
             QueueEventsMsg::Subscribe(subscriber, reply) => {
-                let id = state.args.shared.subscribers().insert(subscriber);
+                let id = state.args.shared.subscribe(subscriber);
                 let _ = reply.send(id);
             }
             QueueEventsMsg::Unsubscribe(id) => {
@@ -218,7 +218,8 @@ async fn deliver(
 /// A handle on a QueueEvents: start it, subscribe, run, close.
 ///
 /// The handle follows the actor across restarts (it holds the [`QueueEventsShared`]), so it
-/// stays valid when a supervisor replaces a crashed actor.
+/// stays valid when a supervisor replaces a crashed actor. Dropping the handle does not stop
+/// the actor: call [`close`](Self::close).
 ///
 /// ```no_run
 /// use ractor_bullmq::{ConnectionConfig, QueueEventsHandle, QueueEventsOptions};
@@ -321,10 +322,7 @@ impl QueueEventsHandle {
     where
         M: ractor::Message + From<QueueEvent>,
     {
-        self.args
-            .shared
-            .subscribers()
-            .insert(Subscriber::actor(actor))
+        self.args.shared.subscribe(Subscriber::actor(actor))
     }
 
     /// Subscribes a channel of `subscriber_buffer` events and returns its receiver (wrap it in
@@ -332,7 +330,7 @@ impl QueueEventsHandle {
     /// on `unsubscribe`, or when it fell a full buffer behind.
     pub fn subscribe_stream(&self) -> mpsc::Receiver<StreamEvent> {
         let (subscriber, rx) = Subscriber::channel(self.args.shared.subscriber_buffer());
-        self.args.shared.subscribers().insert(subscriber);
+        self.args.shared.subscribe(subscriber);
         rx
     }
 

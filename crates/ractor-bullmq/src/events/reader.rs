@@ -7,9 +7,11 @@
 //! retried with exponential backoff from the same position, so nothing is skipped and nothing
 //! is read twice; fred reconnects the client underneath.
 //!
-//! The task ends when the actor is gone (its call fails) or when [`ReaderGuard`] aborts it.
+//! The task ends when the actor is gone (its call fails) or when its [`ReaderGuard`] is shut
+//! down or dropped. Stopping is a cancellation, not an abort, so a connection still being
+//! established is closed by the task itself instead of leaking a reconnecting client.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bullmq_protocol::events::StreamEvent;
@@ -18,7 +20,7 @@ use bullmq_redis::fred::prelude::{Client, ClientLike};
 use bullmq_redis::ConnectionConfig;
 use ractor::rpc::CallResult;
 use ractor::ActorRef;
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::queue_events::{QueueEventsMsg, ReadBatch};
 use super::shared::Cursor;
@@ -44,32 +46,36 @@ pub(crate) struct ReaderSettings {
     pub(crate) subscriber_buffer: usize,
 }
 
-/// Owns the read task and its connection; stopping it aborts the read promptly.
+/// The connection of the read task, once it is established; `None` before, and after
+/// whoever stops the reader took it to close it.
+type ClientSlot = Arc<Mutex<Option<Client>>>;
+
+/// Controls the read task; stopping it interrupts a blocked read at once.
 pub(crate) struct ReaderGuard {
-    task: JoinHandle<()>,
-    client: Arc<Mutex<Option<Client>>>,
+    cancel: CancellationToken,
+    client: ClientSlot,
 }
 
 impl ReaderGuard {
-    /// Aborts the read loop and closes its connection (interrupting a blocked `XREAD`).
-    pub(crate) async fn shutdown(mut self) {
-        self.task.abort();
-        if let Some(client) = take_client(&self.client) {
+    /// Stops the read loop and closes its connection (interrupting a blocked `XREAD`).
+    pub(crate) async fn shutdown(self) {
+        self.cancel.cancel();
+        let client = lock(&self.client).take();
+        if let Some(client) = client {
             if let Err(error) = close_blocked_client(&client).await {
                 tracing::debug!(%error, "closing the QueueEvents connection failed");
             }
         }
-        // Drop runs next and finds nothing left to do.
-        self.client = Arc::new(Mutex::new(None));
     }
 }
 
 impl Drop for ReaderGuard {
     fn drop(&mut self) {
-        // Reached when the actor dies without `post_stop` (panic, kill): the task must not
+        // Also reached when the actor dies without `post_stop` (panic, kill): the task must not
         // outlive it, and the connection must not leak.
-        self.task.abort();
-        if let Some(client) = take_client(&self.client) {
+        self.cancel.cancel();
+        let client = lock(&self.client).take();
+        if let Some(client) = client {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(async move {
                     let _ = close_blocked_client(&client).await;
@@ -79,10 +85,10 @@ impl Drop for ReaderGuard {
     }
 }
 
-fn take_client(slot: &Arc<Mutex<Option<Client>>>) -> Option<Client> {
+fn lock(slot: &ClientSlot) -> MutexGuard<'_, Option<Client>> {
     match slot.lock() {
-        Ok(mut guard) => guard.take(),
-        Err(poisoned) => poisoned.into_inner().take(),
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }
 
@@ -92,9 +98,16 @@ pub(crate) fn spawn_reader(
     cursor: Cursor,
     actor: ActorRef<QueueEventsMsg>,
 ) -> ReaderGuard {
-    let client = Arc::new(Mutex::new(None));
-    let task = tokio::spawn(read_loop(settings, cursor, actor, Arc::clone(&client)));
-    ReaderGuard { task, client }
+    let cancel = CancellationToken::new();
+    let client: ClientSlot = Arc::new(Mutex::new(None));
+    tokio::spawn(read_loop(
+        settings,
+        cursor,
+        actor,
+        Arc::clone(&client),
+        cancel.clone(),
+    ));
+    ReaderGuard { cancel, client }
 }
 
 /// Doubling pause between attempts, reset after a success.
@@ -105,9 +118,14 @@ impl Backoff {
         Self(BACKOFF_MIN)
     }
 
-    async fn wait(&mut self) {
-        tokio::time::sleep(self.0).await;
+    /// Waits the current pause; false when cancelled meanwhile.
+    async fn wait(&mut self, cancel: &CancellationToken) -> bool {
+        let pause = self.0;
         self.0 = (self.0 * 2).min(BACKOFF_MAX);
+        tokio::select! {
+            () = cancel.cancelled() => false,
+            () = tokio::time::sleep(pause) => true,
+        }
     }
 
     fn reset(&mut self) {
@@ -115,37 +133,65 @@ impl Backoff {
     }
 }
 
-async fn read_loop(
-    settings: ReaderSettings,
-    cursor: Cursor,
-    actor: ActorRef<QueueEventsMsg>,
-    slot: Arc<Mutex<Option<Client>>>,
-) {
-    let mut backoff = Backoff::new();
-    let client = loop {
+/// Connects, retrying with backoff; publishes the client in `slot` unless cancelled (then the
+/// client is closed here and `None` returned).
+async fn connect(
+    settings: &ReaderSettings,
+    slot: &ClientSlot,
+    cancel: &CancellationToken,
+    backoff: &mut Backoff,
+) -> Option<Client> {
+    loop {
+        if cancel.is_cancelled() {
+            return None;
+        }
+        // Not raced against the cancellation: dropping a half-initialised client would leave
+        // its reconnect loop running. `connect` is bounded by the connect timeout.
         match settings
             .connection
             .connect(Some(settings.client_name.clone()))
             .await
         {
-            Ok(client) => break client,
+            Ok(client) => {
+                let mut guard = lock(slot);
+                if cancel.is_cancelled() {
+                    // Checked under the lock the stopper takes: either it finds the client in
+                    // the slot, or we see its cancellation here.
+                    drop(guard);
+                    let _ = close_blocked_client(&client).await;
+                    return None;
+                }
+                *guard = Some(client.clone());
+                return Some(client);
+            }
             Err(error) => {
                 tracing::warn!(%error, key = %settings.key, "QueueEvents cannot connect; retrying");
-                backoff.wait().await;
+                if !backoff.wait(cancel).await {
+                    return None;
+                }
             }
         }
-    };
-    match slot.lock() {
-        Ok(mut guard) => *guard = Some(client.clone()),
-        Err(poisoned) => *poisoned.into_inner() = Some(client.clone()),
     }
+}
+
+async fn read_loop(
+    settings: ReaderSettings,
+    cursor: Cursor,
+    actor: ActorRef<QueueEventsMsg>,
+    slot: ClientSlot,
+    cancel: CancellationToken,
+) {
+    let mut backoff = Backoff::new();
+    let Some(client) = connect(&settings, &slot, &cancel, &mut backoff).await else {
+        return;
+    };
     backoff.reset();
 
     let read_count = u64::try_from(settings.subscriber_buffer)
         .unwrap_or(MAX_READ_COUNT)
         .clamp(1, MAX_READ_COUNT);
     let mut position = cursor.get();
-    loop {
+    while !cancel.is_cancelled() {
         if position == "$" {
             // Pin "from now on" to a concrete id, so a reconnect before the first event does
             // not skip what was appended meanwhile. No entry: everything that comes is new.
@@ -156,23 +202,37 @@ async fn read_loop(
                 }
                 Err(error) => {
                     tracing::warn!(%error, key = %settings.key, "QueueEvents cannot read the stream; retrying");
-                    backoff.wait().await;
+                    if !backoff.wait(&cancel).await {
+                        return;
+                    }
                     continue;
                 }
             }
         }
-        let read = read_events(
-            &client,
-            &settings.key,
-            &position,
-            Some(settings.block_timeout),
-            Some(read_count),
+        let read = tokio::time::timeout(
+            settings.block_timeout + READ_GRACE,
+            read_events(
+                &client,
+                &settings.key,
+                &position,
+                Some(settings.block_timeout),
+                Some(read_count),
+            ),
         );
-        let entries = match tokio::time::timeout(settings.block_timeout + READ_GRACE, read).await {
+        let read = tokio::select! {
+            () = cancel.cancelled() => return,
+            read = read => read,
+        };
+        let entries = match read {
             Ok(Ok(entries)) => entries,
             Ok(Err(error)) => {
+                if cancel.is_cancelled() {
+                    return; // the stopper closed the connection under the read
+                }
                 tracing::warn!(%error, key = %settings.key, after = %position, "QueueEvents read failed; retrying");
-                backoff.wait().await;
+                if !backoff.wait(&cancel).await {
+                    return;
+                }
                 continue;
             }
             Err(_) => {
@@ -180,7 +240,9 @@ async fn read_loop(
                 if let Err(error) = client.force_reconnection().await {
                     tracing::warn!(%error, "QueueEvents reconnect failed");
                 }
-                backoff.wait().await;
+                if !backoff.wait(&cancel).await {
+                    return;
+                }
                 continue;
             }
         };
@@ -192,12 +254,14 @@ async fn read_loop(
             .into_iter()
             .map(|entry| StreamEvent::decode(entry.id, entry.fields))
             .collect();
-        let delivered = actor
-            .call(
-                |reply| QueueEventsMsg::Batch(ReadBatch { events }, reply),
-                None,
-            )
-            .await;
+        let delivered = actor.call(
+            |reply| QueueEventsMsg::Batch(ReadBatch { events }, reply),
+            None,
+        );
+        let delivered = tokio::select! {
+            () = cancel.cancelled() => return,
+            delivered = delivered => delivered,
+        };
         match delivered {
             Ok(CallResult::Success(())) => position = last,
             // The actor stopped or failed: a successor starts its own reader from the cursor.

@@ -15,7 +15,7 @@ use super::error::QueueEventsError;
 use super::handler::{DynHandler, QueueEventsHandler, Threaded};
 use super::options::QueueEventsOptions;
 use super::queue_events::{QueueEvents, QueueEventsMsg};
-use super::subscribers::SubscriberSet;
+use super::subscribers::{Subscriber, SubscriberSet, SubscriptionId};
 
 /// Arguments of the [`QueueEvents`](super::QueueEvents) actor. Cheap to clone; every clone
 /// shares one [`QueueEventsShared`], which is what lets a restarted actor resume.
@@ -148,6 +148,17 @@ impl QueueEventsShared {
 
     pub(crate) fn cursor(&self) -> &Cursor {
         &self.inner.cursor
+    }
+
+    /// Adds a subscriber; after `close` it is dropped at once instead (a channel receiver
+    /// then ends immediately rather than waiting forever).
+    pub(crate) fn subscribe(&self, subscriber: Subscriber) -> SubscriptionId {
+        let mut subscribers = self.subscribers();
+        let id = subscribers.insert(subscriber);
+        if self.is_closed() {
+            subscribers.remove(id);
+        }
+        id
     }
 
     pub(crate) fn subscribers(&self) -> MutexGuard<'_, SubscriberSet> {
