@@ -187,3 +187,75 @@ async fn failures_retries_and_unrecoverable_match_node_semantics() -> anyhow::Re
     );
     cleanup(&queue).await
 }
+
+async fn node_eval(script: &str) -> anyhow::Result<Value> {
+    let output = tokio::process::Command::new("node")
+        .arg("-e")
+        .arg(script)
+        .current_dir(node_dir())
+        .env("REDIS_URL", redis_url())
+        .output()
+        .await?;
+    anyhow::ensure!(
+        output.status.success(),
+        "node -e failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
+#[tokio::test]
+async fn global_pause_metrics_and_drained_callback() -> anyhow::Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("w-pause");
+    run_node("admin.js", &json!({"queue": queue, "op": "pause"})).await?;
+    let jobs: Vec<Value> = (0..5)
+        .map(|i| json!({"name": "p", "data": {"i": i}}))
+        .collect();
+    run_node("add_jobs.js", &json!({"queue": queue, "jobs": jobs})).await?;
+
+    let drained = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let callbacks = WorkerCallbacks::new().on_drained({
+        let drained = drained.clone();
+        move || {
+            drained.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let worker = spawn_worker(
+        &queue,
+        WorkerOptions::new()
+            .concurrency(2)
+            .metrics_max_data_points(60)
+            .drain_delay(Duration::from_millis(200)),
+        callbacks,
+    )
+    .await?;
+    // Paused queue: the worker fetches nothing (it reports the queue as drained for itself).
+    eventually(
+        "worker saw the paused queue",
+        Duration::from_secs(10),
+        || {
+            let drained = drained.clone();
+            async move { drained.load(std::sync::atomic::Ordering::SeqCst) > 0 }
+        },
+    )
+    .await?;
+    assert_eq!(count(&queue, "wait").await?, 5);
+    assert_eq!(count(&queue, "completed").await?, 0);
+
+    run_node("admin.js", &json!({"queue": queue, "op": "resume"})).await?;
+    wait_finished(&queue, 5, Duration::from_secs(20)).await?;
+    worker.close().await?;
+
+    let script = format!(
+        "const {{ Queue }} = require('bullmq'); const {{ connectionOptions }} = require('./lib');\
+         const q = new Queue({queue:?}, {{ connection: connectionOptions() }});\
+         q.getMetrics('completed').then(m => {{ console.log(JSON.stringify(m)); return q.close(); }})\
+          .then(() => process.exit(0));"
+    );
+    let metrics = node_eval(&script).await?;
+    assert_eq!(metrics["meta"]["count"], 5, "{metrics}");
+    cleanup(&queue).await
+}
