@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use common::*;
 use queue_events_support::*;
+use ractor_bullmq::events::Subscriber;
 use ractor_bullmq::protocol::events::StreamEvent;
-use ractor_bullmq::{QueueEventsError, QueueEventsHandle, QueueEventsHandler};
+use ractor_bullmq::{QueueEventsError, QueueEventsHandle, QueueEventsHandler, QueueEventsMsg};
 use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(15);
@@ -156,7 +157,42 @@ async fn every_subscriber_gets_every_event_and_a_dead_one_is_dropped() -> anyhow
     }
     assert_eq!(events.subscriber_count(), 3);
 
+    // The same through the actor's messages, as another actor would do it.
+    let queue_events = events.actor().expect("running");
+    let (late, mut rx_late) = forwarder().await?;
+    let late_id = queue_events
+        .call(
+            |reply| QueueEventsMsg::Subscribe(Subscriber::actor(late.clone()), reply),
+            None,
+        )
+        .await?
+        .success_or(anyhow::anyhow!("no reply"))?;
+    let third = publish_ticks(&producer, 20, 2).await?;
+    let got = recv_n_unbounded(&mut rx_late, 2, WAIT).await?;
+    assert_eq!(got.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), third);
+    let last = queue_events
+        .call(QueueEventsMsg::LastEventId, None)
+        .await?
+        .success_or(anyhow::anyhow!("no reply"))?;
+    assert_eq!(Some(&last), third.last());
+    queue_events.cast(QueueEventsMsg::Unsubscribe(late_id))?;
+    eventually("unsubscribed", WAIT, || {
+        let n = events.subscriber_count();
+        async move { n == 3 }
+    })
+    .await?;
+
+    // Unsubscribing a channel subscriber ends its receiver.
+    let (channel, mut rx_c) = Subscriber::channel(16);
+    let channel_id = queue_events
+        .call(|reply| QueueEventsMsg::Subscribe(channel, reply), None)
+        .await?
+        .success_or(anyhow::anyhow!("no reply"))?;
+    assert!(events.unsubscribe(channel_id));
+    assert!(rx_c.recv().await.is_none());
+
     events.close().await;
+    late.stop(None);
     actor.stop(None);
     producer.close().await;
     cleanup(&queue).await?;

@@ -326,8 +326,10 @@ impl QueueEventsHandle {
     }
 
     /// Subscribes a channel of `subscriber_buffer` events and returns its receiver (wrap it in
-    /// `tokio_stream::wrappers::ReceiverStream` for a `Stream`). The receiver ends on `close`,
-    /// on `unsubscribe`, or when it fell a full buffer behind.
+    /// `tokio_stream::wrappers::ReceiverStream` for a `Stream`). Drop the receiver to
+    /// unsubscribe. The receiver ends on `close`, or when it fell a full buffer behind. (For a
+    /// channel subscription with an id, send `QueueEventsMsg::Subscribe` with
+    /// [`Subscriber::channel`].)
     pub fn subscribe_stream(&self) -> mpsc::Receiver<StreamEvent> {
         let (subscriber, rx) = Subscriber::channel(self.args.shared.subscriber_buffer());
         self.args.shared.subscribe(subscriber);
