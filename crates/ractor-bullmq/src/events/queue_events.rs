@@ -88,7 +88,7 @@ impl Actor for QueueEvents {
                 })?;
             }
         }
-        args.shared.set_actor(Some(myself));
+        args.shared.set_actor(myself);
         Ok(QueueEventsState { args, reader: None })
     }
 
@@ -149,13 +149,13 @@ impl Actor for QueueEvents {
 
     async fn post_stop(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         state: &mut QueueEventsState,
     ) -> Result<(), ActorProcessingErr> {
         if let Some(reader) = state.reader.take() {
             reader.shutdown().await;
         }
-        state.args.shared.set_actor(None);
+        state.args.shared.clear_actor(&myself);
         Ok(())
     }
 }

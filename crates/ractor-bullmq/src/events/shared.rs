@@ -189,8 +189,16 @@ impl QueueEventsShared {
         self.inner.closed.store(true, Ordering::Release);
     }
 
-    pub(crate) fn set_actor(&self, actor: Option<ActorRef<QueueEventsMsg>>) {
-        *lock(&self.inner.actor) = actor;
+    pub(crate) fn set_actor(&self, actor: ActorRef<QueueEventsMsg>) {
+        *lock(&self.inner.actor) = Some(actor);
+    }
+
+    /// Forgets `actor`, unless a successor already replaced it.
+    pub(crate) fn clear_actor(&self, actor: &ActorRef<QueueEventsMsg>) {
+        let mut current = lock(&self.inner.actor);
+        if current.as_ref().map(|a| a.get_id()) == Some(actor.get_id()) {
+            *current = None;
+        }
     }
 }
 
