@@ -74,10 +74,9 @@ async function main() {
 
 main()
   .then(result => {
-    process.stdout.write(JSON.stringify(result) + '\n');
-    process.exit(0);
+    // Exit once stdout is flushed (asynchronous on a pipe).
+    process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(0));
   })
   .catch(error => {
-    process.stderr.write(`${error && error.stack ? error.stack : error}\n`);
-    process.exit(1);
+    process.stderr.write(`${error && error.stack ? error.stack : error}\n`, () => process.exit(1));
   });

@@ -78,12 +78,13 @@ function run(main) {
   readArgs()
     .then(main)
     .then(result => {
-      process.stdout.write(JSON.stringify(result === undefined ? null : result) + '\n');
-      process.exit(0);
+      // Exit only once the output is flushed: on a pipe, stdout is asynchronous and
+      // process.exit() would cut a large document at the pipe buffer size (64 KiB).
+      const text = JSON.stringify(result === undefined ? null : result) + '\n';
+      process.stdout.write(text, () => process.exit(0));
     })
     .catch(error => {
-      process.stderr.write(`${error && error.stack ? error.stack : error}\n`);
-      process.exit(1);
+      process.stderr.write(`${error && error.stack ? error.stack : error}\n`, () => process.exit(1));
     });
 }
 

@@ -108,3 +108,24 @@ async fn oracle_worker_processes_in_bullmq_order() -> anyhow::Result<()> {
     cleanup(&queue).await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn oracle_output_larger_than_a_pipe_buffer_arrives_whole() -> anyhow::Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("selftest-big");
+    let big = "x".repeat(200_000);
+    run_node(
+        "add_jobs.js",
+        &json!({"queue": queue, "jobs": [{"name": "big", "data": {"big": big}}]}),
+    )
+    .await?;
+    let read = run_node("read_jobs.js", &json!({"queue": queue, "ids": ["1"]})).await?;
+    assert_eq!(
+        read["jobs"][0]["data"]["big"].as_str().map(str::len),
+        Some(200_000)
+    );
+    cleanup(&queue).await?;
+    Ok(())
+}
