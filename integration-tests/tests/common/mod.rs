@@ -74,18 +74,31 @@ pub fn node_available() -> bool {
     true
 }
 
-/// Runs `integration-tests/node/{script}` with `arg` as its JSON argument and returns the JSON
-/// document it prints. The error carries the script's stderr.
+/// Runs `integration-tests/node/{script}` with `arg` as its JSON argument (sent on stdin, so
+/// its size is not limited by the OS's argument length) and returns the JSON document it
+/// prints. The error carries the script's stderr.
 pub async fn run_node(script: &str, arg: &Json) -> Result<Json> {
-    let output = tokio::process::Command::new("node")
+    use tokio::io::AsyncWriteExt;
+
+    let mut child = tokio::process::Command::new("node")
         .arg(script)
-        .arg(arg.to_string())
         .current_dir(node_dir())
         .env("REDIS_URL", redis_url())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
-        .output()
-        .await
+        .spawn()
         .with_context(|| format!("could not start `node {script}`"))?;
+    let mut stdin = child.stdin.take().context("node's stdin")?;
+    let input = arg.to_string();
+    // Write concurrently with reading the output, so neither pipe can fill up and block.
+    let writer = async move {
+        stdin.write_all(input.as_bytes()).await?;
+        stdin.shutdown().await
+    };
+    let (written, output) = tokio::join!(writer, child.wait_with_output());
+    let output = output.with_context(|| format!("`node {script}` did not finish"))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
@@ -94,6 +107,7 @@ pub async fn run_node(script: &str, arg: &Json) -> Result<Json> {
             output.status
         );
     }
+    written.with_context(|| format!("could not send the argument to `node {script}`"))?;
     serde_json::from_str(stdout.trim()).with_context(|| {
         format!("`node {script}` printed something that is not JSON:\n{stdout}\nstderr:\n{stderr}")
     })
