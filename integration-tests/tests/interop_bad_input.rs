@@ -105,7 +105,7 @@ async fn the_error_kinds_name_the_problem() -> anyhow::Result<()> {
     let name = unique_queue("bad-input-kinds");
     let queue = open_queue(&name).await?;
     let err = queue
-        .add("x", &json!({}))
+        .add("x", json!({}))
         .job_id("17")
         .await
         .expect_err("integer id");
@@ -117,7 +117,7 @@ async fn the_error_kinds_name_the_problem() -> anyhow::Result<()> {
         "{err:?}"
     );
     let err = queue
-        .add("x", &json!({}))
+        .add("x", json!({}))
         .priority(3_000_000)
         .await
         .expect_err("priority");
@@ -129,7 +129,7 @@ async fn the_error_kinds_name_the_problem() -> anyhow::Result<()> {
         "{err:?}"
     );
     let err = queue
-        .add("x", &json!({"big": "y".repeat(64)}))
+        .add("x", json!({"big": "y".repeat(64)}))
         .opts(JobOptions::new().size_limit(8))
         .await
         .expect_err("size");

@@ -127,7 +127,7 @@ async fn node_views_agree_with_ours() -> anyhow::Result<()> {
     for paused in [false, true] {
         if paused {
             queue.pause().await?;
-            queue.add("while-paused", &json!({})).await?;
+            queue.add("while-paused", json!({})).await?;
         }
         let node = run_node("counts.js", &json!({"queue": name})).await?;
         let ours = queue.get_job_counts().await?;
@@ -255,10 +255,10 @@ async fn node_worker_runs_our_delayed_job_only_after_its_delay() -> anyhow::Resu
     let name = unique_queue("rust-delayed");
     let queue = open_queue(&name).await?;
     let delayed = queue
-        .add("later", &json!({"when": "later"}))
+        .add("later", json!({"when": "later"}))
         .delay(Duration::from_millis(1_500))
         .await?;
-    queue.add("now", &json!({"when": "now"})).await?;
+    queue.add("now", json!({"when": "now"})).await?;
     let due = delayed.timestamp() + 1_500;
 
     let out = run_node(
@@ -288,7 +288,7 @@ async fn node_worker_respects_our_pause() -> anyhow::Result<()> {
     let name = unique_queue("rust-paused");
     let queue = open_queue(&name).await?;
     queue.pause().await?;
-    queue.add("held", &json!({})).await?;
+    queue.add("held", json!({})).await?;
     let out = run_node(
         "run_worker.js",
         &json!({"queue": name, "idleMs": 1_500, "timeoutMs": 10_000}),
