@@ -20,6 +20,10 @@ use crate::store::{now_ms, FetchRequest, Fetched, FetchedJob, Finish, FinishActi
 /// Longest pause after repeated Redis errors.
 const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(5);
 
+/// At most this many store calls in flight: a finish batch may go out while another call is
+/// still running, so Redis and the worker overlap instead of waiting for each other.
+const MAX_INFLIGHT: usize = 2;
+
 /// A store call that has not answered after this long is treated as failed, so a connection
 /// that died silently cannot stall the worker forever (the call is retried).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -38,7 +42,9 @@ async fn guarded<T>(
 
 impl WorkerState {
     pub(super) fn free_slots(&self) -> usize {
-        self.opts.concurrency.saturating_sub(self.running.len())
+        self.opts
+            .concurrency
+            .saturating_sub(self.running.len() + self.reserved)
     }
 
     fn may_fetch(&self) -> bool {
@@ -64,12 +70,10 @@ impl WorkerState {
         drop(myself.send_after(after, || internal(InternalMsg::Pump)));
     }
 
-    /// Starts the next Redis call if none is in flight: a finish batch (fetching for the free
-    /// slots in the same call), else a fetch, else a blocking wait when the queue looked empty.
+    /// Starts the next Redis call: a finish batch (fetching for the free slots in the same
+    /// call) while fewer than [`MAX_INFLIGHT`] calls are out, else — with nothing in flight — a
+    /// fetch, or a blocking wait when the queue looked empty.
     pub(super) fn pump(&mut self, myself: &ActorRef<WorkerMsg>) {
-        if self.io_busy {
-            return;
-        }
         if let Some(until) = self.cooldown_until {
             if until > Instant::now() {
                 return;
@@ -79,7 +83,7 @@ impl WorkerState {
         let now = Instant::now();
         let limited = self.limited_until.is_some_and(|until| until > now);
         let free = self.free_slots();
-        if !self.pending.is_empty() {
+        if !self.pending.is_empty() && self.inflight < MAX_INFLIGHT {
             let take = self.pending.len().min(self.opts.max_finish_batch);
             let batch: Vec<Pending> = self.pending.drain(..take).collect();
             // Like Node's moveToFinished, always look for more work in the same round trip:
@@ -90,7 +94,8 @@ impl WorkerState {
                 0
             };
             let fetch = (fetch_count > 0).then(|| self.fetch_request(fetch_count));
-            self.io_busy = true;
+            self.inflight += 1;
+            self.reserved += fetch_count;
             let store = self.store.clone();
             let me = myself.clone();
             tokio::spawn(async move {
@@ -106,7 +111,7 @@ impl WorkerState {
             });
             return;
         }
-        if !self.may_fetch() || free == 0 {
+        if self.inflight > 0 || !self.may_fetch() || free == 0 {
             return;
         }
         if let Some(until) = self.limited_until.filter(|_| limited) {
@@ -132,7 +137,8 @@ impl WorkerState {
         reply: Option<RpcReplyPort<Option<String>>>,
     ) {
         let request = self.fetch_request(count);
-        self.io_busy = true;
+        self.inflight += 1;
+        self.reserved += count;
         let store = self.store.clone();
         let me = myself.clone();
         tokio::spawn(async move {
@@ -165,6 +171,11 @@ impl WorkerState {
         }));
     }
 
+    fn call_returned(&mut self, requested: u32) {
+        self.inflight = self.inflight.saturating_sub(1);
+        self.reserved = self.reserved.saturating_sub(requested as usize);
+    }
+
     fn on_store_error(&mut self, myself: &ActorRef<WorkerMsg>, error: StoreError) {
         self.error_streak = self.error_streak.saturating_add(1);
         let backoff = Duration::from_millis(100u64.saturating_mul(1 << self.error_streak.min(6)))
@@ -186,7 +197,7 @@ impl WorkerState {
                 requested,
                 reply,
             } => {
-                self.io_busy = false;
+                self.call_returned(requested);
                 match result {
                     Ok(fetched) => {
                         self.error_streak = 0;
@@ -208,7 +219,7 @@ impl WorkerState {
                 batch,
                 requested,
             } => {
-                self.io_busy = false;
+                self.call_returned(requested);
                 match result {
                     Ok(reply) => {
                         self.error_streak = 0;
@@ -490,7 +501,7 @@ impl WorkerState {
         if self.closing.is_none()
             || !self.running.is_empty()
             || !self.pending.is_empty()
-            || self.io_busy
+            || self.inflight > 0
         {
             return;
         }

@@ -198,7 +198,10 @@ pub struct WorkerState {
     pub(super) running: HashMap<String, RunningJob>,
     pub(super) job_actors: HashMap<ActorId, String>,
     pub(super) pending: Vec<Pending>,
-    pub(super) io_busy: bool,
+    /// Store calls in flight (fetches and finish batches).
+    pub(super) inflight: usize,
+    /// Slots promised to jobs that in-flight fetches may bring.
+    pub(super) reserved: usize,
     pub(super) waiting: Option<JoinHandle<()>>,
     pub(super) idle: bool,
     pub(super) next_delayed_at: Option<u64>,
@@ -287,7 +290,8 @@ impl Actor for Worker {
             running: HashMap::new(),
             job_actors: HashMap::new(),
             pending: Vec::new(),
-            io_busy: false,
+            inflight: 0,
+            reserved: 0,
             waiting: None,
             idle: false,
             next_delayed_at: None,
@@ -337,7 +341,7 @@ impl Actor for Worker {
             WorkerMsg::Resume => state.paused = false,
             WorkerMsg::Run => state.started = true,
             WorkerMsg::GetNextJob(reply) => {
-                if state.closing.is_some() || state.io_busy || state.free_slots() == 0 {
+                if state.closing.is_some() || state.inflight > 0 || state.free_slots() == 0 {
                     let _ = reply.send(None);
                 } else {
                     state.spawn_fetch(&myself, 1, Some(reply));
