@@ -14,7 +14,7 @@
 //! let config = ConnectionConfig::from_env()?;
 //! let processor = |job: Job, ctx: JobContext| async move {
 //!     ctx.update_progress(50).await?;
-//!     Ok(serde_json::json!({ "echo": job.data }))
+//!     Ok(serde_json::json!({ "echo": job.data_value() }))
 //! };
 //! let args = WorkerArgs::connect(&config, "emails", processor, WorkerOptions::new().concurrency(10)).await?;
 //! let worker = Worker::spawn(args).await?;
