@@ -87,6 +87,32 @@ pub trait Store: Send + Sync + 'static {
 
     /// Releases connections; later calls fail.
     async fn close(&self);
+
+    /// Moves one active job to `delayed` for `delay` without counting an attempt (Node's
+    /// `job.moveToDelayed`); a one-item [`Store::finish_batch`].
+    async fn move_to_delayed(
+        &self,
+        job_id: &str,
+        token: &str,
+        delay: Duration,
+    ) -> StoreResult<FinishCode> {
+        let finish = Finish {
+            job_id: job_id.to_string(),
+            token: token.to_string(),
+            action: FinishAction::Delay {
+                delay,
+                reason: None,
+                stacktrace: None,
+                skip_attempt: true,
+            },
+        };
+        let reply = self.finish_batch(&[finish], None).await?;
+        reply
+            .codes
+            .first()
+            .copied()
+            .ok_or_else(|| StoreError::Other("finish_batch returned no code".to_string()))
+    }
 }
 
 /// Milliseconds since the Unix epoch, as the scripts expect.
