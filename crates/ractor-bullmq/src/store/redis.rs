@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_protocol::keys::QueueKeys;
+use bullmq_redis::fred::interfaces::ClientInterface;
 use bullmq_redis::fred::prelude::{Client, ClientLike};
+use bullmq_redis::fred::types::ClientUnblockFlag;
 use bullmq_redis::worker::{self as calls, WorkerKeys};
 use bullmq_redis::ConnectionConfig;
 
@@ -147,6 +149,10 @@ impl Store for RedisStore {
     }
 
     async fn close(&self) {
+        // A BZPOPMIN in flight would hold QUIT back until its timeout: interrupt it first
+        // (through fred's side connection). Errors only mean nothing was blocked.
+        let unblock = self.blocking.unblock_self(Some(ClientUnblockFlag::Timeout));
+        let _ = tokio::time::timeout(Duration::from_secs(2), unblock).await;
         let _ = self.blocking.quit().await;
         let _ = self.client.quit().await;
     }
