@@ -113,7 +113,9 @@ pub(super) fn internal(msg: InternalMsg) -> WorkerMsg {
     WorkerMsg::Internal(Internal(msg))
 }
 
-/// Start arguments of a Worker.
+/// Start arguments of a Worker. Cloneable, so a supervisor can restart a Worker with the same
+/// arguments: the store's connections are shared, and only an explicit close releases them.
+#[derive(Clone)]
 pub struct WorkerArgs {
     store: Arc<dyn Store>,
     processor: Arc<dyn Processor>,
