@@ -47,6 +47,12 @@ local function finish(item)
     finishedAny = true
     local completed = item.kind == "completed"
     if not completed then saveFailure(jobKey, item) end
+    -- Flows: tell the parent before this job's own state changes (as other clients order it).
+    if completed then
+      wChildCompleted(jobKey, item.value, now)
+    else
+      wChildFailed(jobKey, item.value, now)
+    end
     local attemptsMade = rcall("HINCRBY", jobKey, "atm", 1)
     local field = completed and "returnvalue" or "failedReason"
     local setKey = completed and K.completed or K.failed

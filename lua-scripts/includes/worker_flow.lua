@@ -1,0 +1,118 @@
+--[[
+  Parent/child (flow) bookkeeping when a child job finishes (needs worker_common.lua).
+
+  A child's hash holds `parentKey` (the parent's job key) and `parent` (JSON with the parent's
+  `id`, `queueKey` and failure policy flags `fpof` / `cpof` / `idof` / `rdof`). The parent waits
+  in its queue's `waiting-children` zset while its `:dependencies` set is not empty. The parent
+  may live in another queue, whose keys are derived from `queueKey` as other clients do.
+]]
+
+-- Moves a parent out of `waiting-children` into delayed / prioritized / wait.
+local function wReleaseParent(parentQueueKey, parentKey, parentId, now)
+  if rcall("EXISTS", parentKey) == 0 then return end
+  local waitingChildren = parentQueueKey .. ":waiting-children"
+  if not rcall("ZSCORE", waitingChildren, parentId) then return end
+  rcall("ZREM", waitingChildren, parentId)
+  local events = parentQueueKey .. ":events"
+  local marker = parentQueueKey .. ":marker"
+  local attrs = rcall("HMGET", parentKey, "priority", "delay")
+  local priority = tonumber(attrs[1]) or 0
+  local delay = tonumber(attrs[2]) or 0
+  if delay > 0 then
+    local readyAt = now + delay
+    local delayedKey = parentQueueKey .. ":delayed"
+    rcall("ZADD", delayedKey, readyAt * 0x1000, parentId)
+    rcall("XADD", events, "*", "event", "delayed", "jobId", parentId, "delay", readyAt)
+    local head = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
+    if head[2] then rcall("ZADD", marker, math.floor(tonumber(head[2]) / 0x1000), "1") end
+    return
+  end
+  local meta = rcall("HMGET", parentQueueKey .. ":meta", "paused", "concurrency")
+  local gated = meta[1] ~= false
+  if not gated and meta[2] then
+    gated = rcall("LLEN", parentQueueKey .. ":active") >= tonumber(meta[2])
+  end
+  if priority > 0 then
+    local counter = rcall("INCR", parentQueueKey .. ":pc")
+    rcall("ZADD", parentQueueKey .. ":prioritized", priority * 0x100000000 + counter % 0x100000000, parentId)
+  else
+    rcall("RPUSH", parentQueueKey .. ":wait", parentId)
+  end
+  if not gated then rcall("ZADD", marker, 0, "0") end
+  rcall("XADD", events, "*", "event", "waiting", "jobId", parentId, "prev", "waiting-children")
+end
+
+-- The parent's id, job key and queue key, from the child's `parent` JSON or `parentKey`.
+local function wParentOf(jobKey)
+  local attrs = rcall("HMGET", jobKey, "parentKey", "parent")
+  local parentKey, raw = attrs[1], attrs[2]
+  if raw then
+    local parent = cjson.decode(raw)
+    return parent["id"], parent["queueKey"] .. ":" .. parent["id"], parent["queueKey"], parent
+  end
+  if parentKey and parentKey ~= "" then
+    local parentId = string.match(parentKey, ".*:(.*)")
+    return parentId, parentKey, string.sub(parentKey, 1, #parentKey - #parentId - 1), {}
+  end
+  return nil
+end
+
+-- A child completed with `returnvalue`: record it in the parent's `:processed` hash and release
+-- the parent when it has no pending children left.
+local function wChildCompleted(jobKey, returnvalue, now)
+  local parentId, parentKey, parentQueueKey = wParentOf(jobKey)
+  if not parentId then return end
+  local dependencies = parentKey .. ":dependencies"
+  if rcall("SREM", dependencies, jobKey) == 1 then
+    rcall("HSET", parentKey .. ":processed", jobKey, returnvalue)
+    if rcall("SCARD", dependencies) == 0 then
+      wReleaseParent(parentQueueKey, parentKey, parentId, now)
+    end
+  end
+end
+
+-- A child failed for good: apply the parent's failure policy.
+--   fpof: the parent fails too (deferred failure "child <key> failed", released to run it)
+--   cpof: the parent continues (failure recorded in `:failed`), released at once
+--   idof: the failure is recorded in `:failed` and ignored; rdof: the dependency is dropped
+local function wChildFailed(jobKey, reason, now)
+  local parentId, parentKey, parentQueueKey, policy = wParentOf(jobKey)
+  if not parentId then return end
+  local dependencies = parentKey .. ":dependencies"
+  if policy["fpof"] then
+    if rcall("SREM", dependencies, jobKey) == 1 then
+      rcall("ZADD", parentKey .. ":unsuccessful", now, jobKey)
+      if rcall("EXISTS", parentKey) == 1 then
+        local failure = "child " .. jobKey .. " failed"
+        local waitingChildren = parentQueueKey .. ":waiting-children"
+        local delayedKey = parentQueueKey .. ":delayed"
+        if rcall("ZSCORE", delayedKey, parentId) then
+          -- A delayed parent is failed now rather than after its delay.
+          rcall("ZREM", delayedKey, parentId)
+          rcall("HSET", parentKey, "delay", 0)
+          rcall("ZADD", waitingChildren, now, parentId)
+        end
+        if rcall("ZSCORE", waitingChildren, parentId) then
+          rcall("HSET", parentKey, "defa", failure)
+          wReleaseParent(parentQueueKey, parentKey, parentId, now)
+        elseif not rcall("ZSCORE", parentQueueKey .. ":failed", parentId) then
+          rcall("HSET", parentKey, "defa", failure)
+        end
+      end
+    end
+  elseif policy["cpof"] then
+    if rcall("SREM", dependencies, jobKey) == 1 then
+      rcall("HSET", parentKey .. ":failed", jobKey, reason)
+      wReleaseParent(parentQueueKey, parentKey, parentId, now)
+    end
+  elseif policy["idof"] or policy["rdof"] then
+    if rcall("SREM", dependencies, jobKey) == 1 then
+      if rcall("SCARD", dependencies) == 0 then
+        wReleaseParent(parentQueueKey, parentKey, parentId, now)
+      end
+      if policy["idof"] then
+        rcall("HSET", parentKey .. ":failed", jobKey, reason)
+      end
+    end
+  end
+end
