@@ -6,6 +6,7 @@
 pub mod error;
 pub mod events;
 pub mod job;
+pub mod manager;
 pub mod queue;
 pub mod store;
 pub mod supervision;
@@ -20,8 +21,9 @@ pub use events::{
     QueueEventsHandler, QueueEventsMsg, QueueEventsOptions, QueueEventsProducer,
 };
 pub use job::Job;
+pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
 pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
-pub use supervision::{Runtime, RuntimeEvent, RuntimeOptions};
+pub use supervision::{Runtime, RuntimeEvent, RuntimeOptions, SupervisedWorker};
 pub use worker::{
     DelayedError, JobContext, RateLimitError, UnrecoverableError, Worker, WorkerArgs,
     WorkerCallbacks, WorkerHandle, WorkerOptions,

@@ -17,6 +17,11 @@ use super::strategy::Restart;
 pub type StartFn =
     Arc<dyn Fn(ActorCell) -> BoxFuture<'static, Result<ActorCell, SpawnErr>> + Send + Sync>;
 
+/// A graceful-stop hook: given the running child and the time it may take, make it exit (for
+/// a Worker: close, letting active jobs finish). The supervisor waits for the hook at most that
+/// long, then stops the child the ordinary way and kills it if it is still there.
+pub type StopFn = Arc<dyn Fn(ActorCell, Duration) -> BoxFuture<'static, ()> + Send + Sync>;
+
 /// Default time a child gets to stop gracefully before it is killed (OTP's worker default).
 pub const DEFAULT_SHUTDOWN: Duration = Duration::from_secs(5);
 
@@ -56,6 +61,7 @@ pub struct ChildSpec {
     restart: Restart,
     shutdown: Duration,
     backoff: Option<Backoff>,
+    stop: Option<StopFn>,
 }
 
 impl ChildSpec {
@@ -74,6 +80,7 @@ impl ChildSpec {
             restart: Restart::default(),
             shutdown: DEFAULT_SHUTDOWN,
             backoff: None,
+            stop: None,
         }
     }
 
@@ -113,6 +120,25 @@ impl ChildSpec {
         self
     }
 
+    /// Sets a graceful-stop hook, run instead of a plain `stop` whenever the supervisor stops this
+    /// child (terminate, shutdown, a sibling's restart, give-up). It receives the child and the
+    /// time it may take (the shutdown timeout, or the budget given to
+    /// [`SupervisorRef::terminate_child_within`](super::SupervisorRef::terminate_child_within));
+    /// when it returns or the time is up, a child still running is stopped and then killed.
+    pub fn graceful_stop<F, Fut>(mut self, stop: F) -> Self
+    where
+        F: Fn(ActorCell, Duration) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.stop = Some(Arc::new(move |cell, budget| Box::pin(stop(cell, budget))));
+        self
+    }
+
+    /// The graceful-stop hook, if any.
+    pub fn stop_hook(&self) -> Option<StopFn> {
+        self.stop.clone()
+    }
+
     /// The child's id within its supervisor.
     pub fn id(&self) -> &str {
         &self.id
@@ -149,6 +175,7 @@ impl fmt::Debug for ChildSpec {
             .field("restart", &self.restart)
             .field("shutdown", &self.shutdown)
             .field("backoff", &self.backoff)
+            .field("graceful_stop", &self.stop.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -54,6 +54,12 @@ pub enum SupervisionError {
         /// The configured window.
         period: Duration,
     },
+    /// A configuration (worker options, manager bounds) is invalid; nothing was started.
+    #[error("invalid configuration: {0}")]
+    InvalidOption(String),
+    /// A child started but could not be used as asked (e.g. its queue could not be opened).
+    #[error("{0}")]
+    Failed(String),
     /// A graceful shutdown did not finish in time; the remaining actors were killed.
     #[error("shutdown did not finish within {0:?}; remaining actors were killed")]
     ShutdownTimedOut(Duration),

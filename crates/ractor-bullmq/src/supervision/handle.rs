@@ -78,6 +78,34 @@ impl SupervisorRef {
             .await?
     }
 
+    /// As [`terminate_child`](Self::terminate_child), giving the child `budget` instead of its
+    /// shutdown timeout to stop (a Worker spec treats zero as a forced close).
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::UnknownChild`] or [`SupervisionError::NotRunning`].
+    pub async fn terminate_child_within(
+        &self,
+        id: &str,
+        budget: Duration,
+    ) -> Result<(), SupervisionError> {
+        let id = id.to_owned();
+        self.call(|reply| SupervisorMsg::TerminateChildWithin(id, budget, reply))
+            .await?
+    }
+
+    /// Finds a running supervisor registered as `name` (e.g. `"<runtime>.workers"`).
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when no running actor has that name.
+    pub fn lookup(name: &str) -> Result<Self, SupervisionError> {
+        ActorRef::<SupervisorMsg>::where_is(name.to_owned())
+            .filter(|a| a.get_status() < ractor::ActorStatus::Stopping)
+            .map(Self::new)
+            .ok_or_else(|| SupervisionError::NotRunning(name.to_owned()))
+    }
+
     /// The children in start order.
     ///
     /// # Errors

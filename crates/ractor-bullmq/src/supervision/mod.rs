@@ -17,9 +17,10 @@ mod options;
 mod runtime;
 mod strategy;
 mod supervisor;
+mod worker_child;
 
 pub use backoff::Backoff;
-pub use child_spec::{ChildSpec, StartFn, DEFAULT_SHUTDOWN};
+pub use child_spec::{ChildSpec, StartFn, StopFn, DEFAULT_SHUTDOWN};
 pub use dynamic::DynamicSupervisor;
 pub use error::SupervisionError;
 pub use event::RuntimeEvent;
@@ -34,3 +35,4 @@ pub use supervisor::{
     ChildInfo, RestartDue, Supervisor, SupervisorArgs, SupervisorMsg, SupervisorState,
     SUPERVISOR_SHUTDOWN,
 };
+pub use worker_child::{SupervisedWorker, SupervisorLocator, WorkerSpec, DEFAULT_WORKER_SHUTDOWN};

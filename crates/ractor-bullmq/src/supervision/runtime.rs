@@ -17,10 +17,12 @@
 //! whole tree and publishes `SupervisorGaveUp` for itself.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{ActorCell, ActorRef, ActorStatus};
+use ractor::{Actor, ActorCell, ActorRef, ActorStatus};
 use tokio::sync::broadcast;
+use tokio::time::Instant;
 
 use super::child_spec::ChildSpec;
 use super::dynamic::DynamicSupervisor;
@@ -28,7 +30,13 @@ use super::error::SupervisionError;
 use super::event::RuntimeEvent;
 use super::handle::SupervisorRef;
 use super::options::SupervisorOptions;
+use super::strategy::Restart;
 use super::supervisor::{Supervisor, SupervisorMsg};
+use super::worker_child::{ForceDeadline, SupervisedWorker, SupervisorLocator, WorkerSpec};
+use crate::events::{QueueEventsArgs, QueueEventsHandle, QueueEventsOptions};
+use crate::manager::{WorkerManager, WorkerManagerArgs, WorkerManagerHandle, WorkerManagerOptions};
+use crate::worker::{Processor, WorkerMsg, WorkerOptions};
+use crate::ConnectionConfig;
 
 /// Child id of the WorkerSupervisor under the root.
 const WORKER_SUPERVISOR_ID: &str = "worker_supervisor";
@@ -55,6 +63,13 @@ pub struct RuntimeOptions {
     /// Capacity of the event broadcast channel; slow subscribers lose the oldest events
     /// (`RecvError::Lagged`). Default 1024.
     pub event_capacity: usize,
+    /// Redis connection of the Workers and WorkerManagers the runtime starts. Default
+    /// `ConnectionConfig::default()` (`redis://127.0.0.1:6379`); see
+    /// [`ConnectionConfig::from_env`].
+    pub connection: ConnectionConfig,
+    /// How long a Worker stopped by the runtime (shutdown, scale down, close) may spend
+    /// finishing its active jobs before they are cancelled. Default 30 s.
+    pub worker_shutdown: Duration,
 }
 
 impl Default for RuntimeOptions {
@@ -65,6 +80,8 @@ impl Default for RuntimeOptions {
             worker_supervisor: SupervisorOptions::default(),
             queue_events_supervisor: SupervisorOptions::default(),
             event_capacity: 1024,
+            connection: ConnectionConfig::default(),
+            worker_shutdown: super::worker_child::DEFAULT_WORKER_SHUTDOWN,
         }
     }
 }
@@ -91,6 +108,18 @@ impl RuntimeOptions {
     /// Sets the QueueEventsSupervisor's options.
     pub fn queue_events_supervisor(mut self, options: SupervisorOptions) -> Self {
         self.queue_events_supervisor = options;
+        self
+    }
+
+    /// Sets the Redis connection of the Workers the runtime starts.
+    pub fn connection(mut self, connection: ConnectionConfig) -> Self {
+        self.connection = connection;
+        self
+    }
+
+    /// Sets how long a stopped Worker may spend finishing its active jobs (default 30 s).
+    pub fn worker_shutdown(mut self, shutdown: Duration) -> Self {
+        self.worker_shutdown = shutdown;
         self
     }
 }
@@ -130,6 +159,10 @@ pub struct Runtime {
     name: String,
     root: SupervisorRef,
     events: broadcast::Sender<RuntimeEvent>,
+    connection: ConnectionConfig,
+    worker_shutdown: Duration,
+    force_at: ForceDeadline,
+    next_id: Arc<AtomicU64>,
 }
 
 impl Runtime {
@@ -169,7 +202,15 @@ impl Runtime {
             reason: e.to_string(),
         })?;
         tracing::info!(runtime = %name, "runtime started");
-        Ok(Self { name, root, events })
+        Ok(Self {
+            name,
+            root,
+            events,
+            connection: options.connection,
+            worker_shutdown: options.worker_shutdown,
+            force_at: ForceDeadline::default(),
+            next_id: Arc::new(AtomicU64::new(1)),
+        })
     }
 
     /// The root's registry name.
@@ -234,16 +275,180 @@ impl Runtime {
         self.events.clone()
     }
 
-    /// Graceful shutdown: the root stops its children in reverse start order (root-level
-    /// children such as WorkerManagers first, then the QueueEventsSupervisor, then the
-    /// WorkerSupervisor), each supervisor doing the same with its own children within their
-    /// shutdown timeouts. After `timeout` whatever is left is killed.
+    /// The Redis connection the runtime's Workers use.
+    pub fn connection(&self) -> &ConnectionConfig {
+        &self.connection
+    }
+
+    /// A [`WorkerSpec`] for `queue` with this runtime's connection and worker shutdown budget,
+    /// whose stop honours [`Runtime::shutdown`]'s deadline. Start it with
+    /// [`Runtime::start_worker_spec`], or hand it to a manager.
+    pub fn worker_spec(
+        &self,
+        queue: impl Into<String>,
+        processor: impl Processor,
+        options: WorkerOptions,
+    ) -> WorkerSpec {
+        WorkerSpec::new(self.connection.clone(), queue, processor, options)
+            .shutdown(self.worker_shutdown)
+            .force_deadline(self.force_at.clone())
+    }
+
+    /// Starts a Worker on `queue` as a Permanent child of the WorkerSupervisor (child id
+    /// `<queue>/<n>`). Every restart connects afresh and starts a fresh LockManager; the
+    /// returned handle follows the current incarnation.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::InvalidOption`] for bad options, [`SupervisionError::StartFailed`]
+    /// when Redis cannot be reached, [`SupervisionError::NotRunning`].
+    pub async fn start_worker(
+        &self,
+        queue: &str,
+        processor: impl Processor,
+        options: WorkerOptions,
+    ) -> Result<SupervisedWorker, SupervisionError> {
+        let id = format!("{queue}/{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let spec = self.worker_spec(queue, processor, options);
+        self.start_worker_spec(id, spec).await
+    }
+
+    /// Starts a Worker from `spec` as child `id` of the WorkerSupervisor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::start_worker`], and [`SupervisionError::DuplicateChild`].
+    pub async fn start_worker_spec(
+        &self,
+        id: impl Into<String>,
+        spec: WorkerSpec,
+    ) -> Result<SupervisedWorker, SupervisionError> {
+        spec.validate()?;
+        let id = id.into();
+        let spec = spec.force_deadline(self.force_at.clone());
+        self.start_child_under(Branch::Workers, spec.child_spec(id.clone()))
+            .await?;
+        Ok(SupervisedWorker::new(
+            id,
+            SupervisorLocator::Named(workers_name(&self.name)),
+        ))
+    }
+
+    /// Starts a QueueEvents reader under the QueueEventsSupervisor (child id `<queue>/<n>`):
+    /// restarted when it crashes, resuming after the last delivered event id.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::InvalidOption`] for bad options, [`SupervisionError::StartFailed`],
+    /// [`SupervisionError::NotRunning`].
+    pub async fn start_queue_events(
+        &self,
+        options: QueueEventsOptions,
+    ) -> Result<QueueEventsHandle, SupervisionError> {
+        let args = QueueEventsArgs::new(options)
+            .map_err(|e| SupervisionError::InvalidOption(e.to_string()))?;
+        self.start_queue_events_args(args).await
+    }
+
+    /// As [`Runtime::start_queue_events`] from prepared arguments (e.g. with a handler:
+    /// [`QueueEventsArgs::with_handler`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::start_queue_events`].
+    pub async fn start_queue_events_args(
+        &self,
+        args: QueueEventsArgs,
+    ) -> Result<QueueEventsHandle, SupervisionError> {
+        let id = format!(
+            "{}/{}",
+            args.options().queue,
+            self.next_id.fetch_add(1, Ordering::Relaxed)
+        );
+        self.start_child_under(Branch::QueueEvents, args.child_spec(id))
+            .await?;
+        Ok(QueueEventsHandle::from_args(&args))
+    }
+
+    /// Starts a WorkerManager for `queue` under the root (child id `manager:<prefix>`), whose
+    /// Workers (`<prefix>#1`, `<prefix>#2`, …) live under the WorkerSupervisor. The initial
+    /// Workers start right after this returns; the handle's calls wait for them.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::InvalidOption`] for bad worker options or autoscale bounds,
+    /// [`SupervisionError::DuplicateChild`] when a manager with this prefix runs,
+    /// [`SupervisionError::NotRunning`].
+    pub async fn worker_manager(
+        &self,
+        queue: &str,
+        processor: impl Processor,
+        worker_options: WorkerOptions,
+        options: WorkerManagerOptions,
+    ) -> Result<WorkerManagerHandle, SupervisionError> {
+        let spec = self.worker_spec(queue, processor, worker_options);
+        spec.validate()?;
+        if let Some(autoscale) = &options.autoscale {
+            autoscale.validate()?;
+        }
+        let prefix = options
+            .id_prefix
+            .clone()
+            .unwrap_or_else(|| queue.to_owned());
+        let id = format!("manager:{prefix}");
+        let workers = SupervisorLocator::Named(workers_name(&self.name));
+        let args = WorkerManagerArgs {
+            spec,
+            supervisor: workers.clone(),
+            options,
+        };
+        let child = ChildSpec::new(id.clone(), move |parent| {
+            let args = args.clone();
+            async move {
+                let (actor, _) = Actor::spawn_linked(None, WorkerManager, args, parent).await?;
+                Ok(actor.get_cell())
+            }
+        })
+        // Stopped on purpose only by shutdown or terminate_child; a crash restarts it.
+        .restart(Restart::Transient);
+        self.start_child_under(Branch::Root, child).await?;
+        Ok(WorkerManagerHandle::child(
+            SupervisorLocator::Ref(self.root.clone()),
+            id,
+            workers,
+        ))
+    }
+
+    /// Graceful shutdown, bounded by `timeout`:
+    ///
+    /// 1. every Worker stops fetching at once (so they all drain together, not in turn);
+    /// 2. the root stops its children in reverse start order (root-level children such as
+    ///    WorkerManagers first, then the QueueEventsSupervisor, then the WorkerSupervisor),
+    ///    each supervisor doing the same with its own children; a Worker's stop is its close:
+    ///    it finishes its active jobs and records them;
+    /// 3. Workers whose jobs still run when most of `timeout` is spent (all but a fifth, at
+    ///    most 5 s) cancel them: they are left to stalled recovery;
+    /// 4. after `timeout` whatever is left is killed.
+    ///
+    /// Each Worker closes its own connections as it stops.
     ///
     /// # Errors
     ///
     /// [`SupervisionError::ShutdownTimedOut`] when the timeout was hit.
     pub async fn shutdown(&self, timeout: Duration) -> Result<(), SupervisionError> {
         tracing::info!(runtime = %self.name, ?timeout, "runtime shutting down");
+        let reserve = (timeout / 5).min(Duration::from_secs(5));
+        self.force_at
+            .set(Instant::now() + timeout.saturating_sub(reserve));
+        if let Ok(workers) = self.worker_supervisor() {
+            if let Ok(children) = workers.which_children().await {
+                for cell in children.into_iter().filter_map(|c| c.cell) {
+                    if cell.is_message_type_of::<WorkerMsg>() == Some(true) {
+                        let _ = ActorRef::<WorkerMsg>::from(cell).cast(WorkerMsg::Pause);
+                    }
+                }
+            }
+        }
         let result = self.root.shutdown(timeout).await;
         tracing::info!(runtime = %self.name, ok = result.is_ok(), "runtime stopped");
         result

@@ -46,6 +46,9 @@ pub enum SupervisorMsg {
     StartChild(ChildSpec, RpcReplyPort<Result<ActorCell, SupervisionError>>),
     /// Stop a child gracefully and forget it (it is not restarted).
     TerminateChild(String, RpcReplyPort<Result<(), SupervisionError>>),
+    /// As `TerminateChild`, giving the child `Duration` instead of its shutdown timeout (a
+    /// Worker's graceful-stop hook treats zero as "cancel the running jobs now").
+    TerminateChildWithin(String, Duration, RpcReplyPort<Result<(), SupervisionError>>),
     /// List the children in start order.
     WhichChildren(RpcReplyPort<Vec<ChildInfo>>),
     /// Internal: a restart backoff elapsed. Cannot be built outside this crate.
@@ -217,9 +220,9 @@ impl Actor for Supervisor {
                 // The caller may have given up waiting; that is not our failure.
                 let _ = reply.send(result);
             }
-            SupervisorMsg::TerminateChild(id, reply) => {
-                let result = state.terminate_child(&id).await;
-                let _ = reply.send(result);
+            SupervisorMsg::TerminateChild(id, reply) => state.terminate_child(&id, None, reply),
+            SupervisorMsg::TerminateChildWithin(id, budget, reply) => {
+                state.terminate_child(&id, Some(budget), reply);
             }
             SupervisorMsg::WhichChildren(reply) => {
                 let _ = reply.send(state.child_infos());
@@ -354,37 +357,41 @@ impl SupervisorState {
         Ok(cell)
     }
 
-    async fn terminate_child(&mut self, id: &str) -> Result<(), SupervisionError> {
+    /// Detaches child `id` (so it is never restarted and its exit is ignored) and stops it in a
+    /// task, which answers `reply` once the child is gone: a Worker draining its jobs for a
+    /// minute does not hold up the other children's starts and restarts meanwhile.
+    fn terminate_child(
+        &mut self,
+        id: &str,
+        budget: Option<Duration>,
+        reply: RpcReplyPort<Result<(), SupervisionError>>,
+    ) {
         let Some(idx) = self.children.iter().position(|c| c.spec.id() == id) else {
-            return Err(SupervisionError::UnknownChild {
+            let _ = reply.send(Err(SupervisionError::UnknownChild {
                 supervisor: self.name.clone(),
                 id: id.to_owned(),
-            });
+            }));
+            return;
         };
         let child = self.children.remove(idx);
-        if let Some(cell) = child.cell {
-            self.stop_child(child.spec.id(), &cell, child.spec.shutdown_timeout())
-                .await;
-        }
-        Ok(())
+        let Some(cell) = child.cell else {
+            // A pending restart is simply dropped.
+            let _ = reply.send(Ok(()));
+            return;
+        };
+        let name = self.name.clone();
+        let options = self.options.clone();
+        let timeout = budget.unwrap_or_else(|| child.spec.shutdown_timeout());
+        tokio::spawn(async move {
+            stop_child(&name, &options, &child.spec, &cell, timeout).await;
+            let _ = reply.send(Ok(()));
+        });
     }
 
     /// Stops one child gracefully, killing it after `timeout`. The child must already be
     /// detached from `children` so its exit event is ignored.
-    async fn stop_child(&self, id: &str, cell: &ActorCell, timeout: Duration) {
-        let stopped = cell
-            .stop_and_wait(Some(SHUTDOWN_REASON.to_owned()), Some(timeout))
-            .await;
-        // Any other error means the actor was already gone: either way it is stopped.
-        if let Err(RactorErr::Timeout) = stopped {
-            tracing::warn!(supervisor = %self.name, child = id, ?timeout,
-                "child did not stop in time; killing it");
-            self.emit(RuntimeEvent::ChildKilled {
-                supervisor: self.name.clone(),
-                child: id.to_owned(),
-            });
-            let _ = cell.kill_and_wait(Some(KILL_WAIT)).await;
-        }
+    async fn stop_child(&self, spec: &ChildSpec, cell: &ActorCell, timeout: Duration) {
+        stop_child(&self.name, &self.options, spec, cell, timeout).await;
     }
 
     /// Stops every running child in reverse start order.
@@ -392,10 +399,50 @@ impl SupervisorState {
         for idx in (0..self.children.len()).rev() {
             if let Some(cell) = self.children[idx].cell.take() {
                 let spec = self.children[idx].spec.clone();
-                self.stop_child(spec.id(), &cell, spec.shutdown_timeout())
-                    .await;
+                self.stop_child(&spec, &cell, spec.shutdown_timeout()).await;
             }
         }
+    }
+}
+
+/// Stops `cell` within `timeout`: through the spec's graceful-stop hook when it has one, then
+/// with a `shutdown` stop, and kills it when that does not end it in time.
+async fn stop_child(
+    supervisor: &str,
+    options: &SupervisorOptions,
+    spec: &ChildSpec,
+    cell: &ActorCell,
+    timeout: Duration,
+) {
+    let started = Instant::now();
+    if let Some(hook) = spec.stop_hook() {
+        let _ = tokio::time::timeout(timeout, hook(cell.clone(), timeout)).await;
+        if cell.get_status() == ActorStatus::Stopped {
+            return;
+        }
+    }
+    // Whatever the hook left: at least a moment to finish stopping, at most what is left.
+    let remaining = timeout
+        .saturating_sub(started.elapsed())
+        .max(Duration::from_millis(100));
+    let stopped = cell
+        .stop_and_wait(Some(SHUTDOWN_REASON.to_owned()), Some(remaining))
+        .await;
+    // Any other error means the actor was already gone: either way it is stopped.
+    if let Err(RactorErr::Timeout) = stopped {
+        tracing::warn!(
+            supervisor,
+            child = spec.id(),
+            ?timeout,
+            "child did not stop in time; killing it"
+        );
+        if let Some(tx) = &options.events {
+            let _ = tx.send(RuntimeEvent::ChildKilled {
+                supervisor: supervisor.to_owned(),
+                child: spec.id().to_owned(),
+            });
+        }
+        let _ = cell.kill_and_wait(Some(KILL_WAIT)).await;
     }
 }
 
@@ -469,7 +516,7 @@ impl SupervisorState {
                 continue;
             };
             let spec = self.children[j].spec.clone();
-            self.stop_child(spec.id(), &sibling, spec.shutdown_timeout())
+            self.stop_child(&spec, &sibling, spec.shutdown_timeout())
                 .await;
             if spec.restart_policy() == Restart::Temporary {
                 temporaries.push(j);

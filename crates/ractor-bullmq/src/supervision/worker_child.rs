@@ -1,0 +1,401 @@
+//! Workers as supervised children: [`WorkerSpec`] (how to start, restart and stop one) and
+//! [`SupervisedWorker`] (a handle that follows the Worker across restarts).
+//!
+//! # Supervision
+//!
+//! Every (re)start connects a fresh [`WorkerArgs`] (new connections) and spawns a [`Worker`]
+//! linked to the supervisor, so a restarted Worker also starts a fresh LockManager. Stopping
+//! the child (terminate, scale down, Runtime shutdown) closes the Worker: it stops fetching and
+//! lets its active jobs finish within the budget, then cancels what still runs (those jobs are
+//! left to stalled recovery).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
+use tokio::time::Instant;
+
+use super::child_spec::ChildSpec;
+use super::error::SupervisionError;
+use super::handle::SupervisorRef;
+use super::strategy::Restart;
+use crate::worker::{Processor, Worker, WorkerArgs, WorkerCallbacks, WorkerMsg, WorkerOptions};
+use crate::ConnectionConfig;
+
+/// Default time a supervised Worker gets to finish its active jobs when it is stopped.
+pub const DEFAULT_WORKER_SHUTDOWN: Duration = Duration::from_secs(30);
+
+/// Part of a graceful budget kept for the forced close that follows it (at most 2 s).
+const FORCE_RESERVE_MAX: Duration = Duration::from_secs(2);
+
+/// A moment after which supervised Workers no longer wait for their jobs (the Runtime sets it
+/// at shutdown so a bounded shutdown cancels what is left instead of being killed). Shared by
+/// every spec cloned from one Runtime.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ForceDeadline(Arc<Mutex<Option<Instant>>>);
+
+impl ForceDeadline {
+    pub(crate) fn set(&self, at: Instant) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(at);
+        }
+    }
+
+    fn get(&self) -> Option<Instant> {
+        self.0.lock().ok().and_then(|slot| *slot)
+    }
+}
+
+/// How a supervisor starts, restarts and stops one Worker.
+///
+/// # Examples
+///
+/// ```no_run
+/// use ractor_bullmq::supervision::{DynamicSupervisor, SupervisorOptions, WorkerSpec};
+/// use ractor_bullmq::worker::{Job, JobContext, WorkerOptions};
+/// use ractor_bullmq::ConnectionConfig;
+///
+/// # async fn demo() -> anyhow::Result<()> {
+/// let (workers, _) = DynamicSupervisor::spawn(None, SupervisorOptions::default()).await?;
+/// let spec = WorkerSpec::new(
+///     ConnectionConfig::from_env()?,
+///     "emails",
+///     |job: Job, _ctx: JobContext| async move { Ok(job.data_value()) },
+///     WorkerOptions::new().concurrency(10),
+/// );
+/// workers.start_child(spec.child_spec("emails#1")).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct WorkerSpec {
+    connection: ConnectionConfig,
+    queue: String,
+    processor: Arc<dyn Processor>,
+    options: WorkerOptions,
+    callbacks: WorkerCallbacks,
+    shutdown: Duration,
+    restart: Restart,
+    force_at: ForceDeadline,
+}
+
+impl std::fmt::Debug for WorkerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerSpec")
+            .field("queue", &self.queue)
+            .field("options", &self.options)
+            .field("shutdown", &self.shutdown)
+            .field("restart", &self.restart)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerSpec {
+    /// Workers consuming `queue` on `connection` with `processor` and `options`; no callbacks,
+    /// [`Restart::Permanent`], [`DEFAULT_WORKER_SHUTDOWN`].
+    pub fn new(
+        connection: ConnectionConfig,
+        queue: impl Into<String>,
+        processor: impl Processor,
+        options: WorkerOptions,
+    ) -> Self {
+        Self::with_shared_processor(connection, queue, Arc::new(processor), options)
+    }
+
+    /// As [`WorkerSpec::new`] with a processor already shared (several specs, one processor).
+    pub fn with_shared_processor(
+        connection: ConnectionConfig,
+        queue: impl Into<String>,
+        processor: Arc<dyn Processor>,
+        options: WorkerOptions,
+    ) -> Self {
+        Self {
+            connection,
+            queue: queue.into(),
+            processor,
+            options,
+            callbacks: WorkerCallbacks::default(),
+            shutdown: DEFAULT_WORKER_SHUTDOWN,
+            restart: Restart::Permanent,
+            force_at: ForceDeadline::default(),
+        }
+    }
+
+    /// Sets the callbacks every incarnation gets.
+    #[must_use]
+    pub fn callbacks(mut self, callbacks: WorkerCallbacks) -> Self {
+        self.callbacks = callbacks;
+        self
+    }
+
+    /// Sets how long a stopped Worker may spend finishing its active jobs (default 30 s);
+    /// after it, running jobs are cancelled and left to stalled recovery.
+    #[must_use]
+    pub fn shutdown(mut self, shutdown: Duration) -> Self {
+        self.shutdown = shutdown;
+        self
+    }
+
+    /// Sets the restart policy (default [`Restart::Permanent`]).
+    #[must_use]
+    pub fn restart(mut self, restart: Restart) -> Self {
+        self.restart = restart;
+        self
+    }
+
+    pub(crate) fn force_deadline(mut self, force_at: ForceDeadline) -> Self {
+        self.force_at = force_at;
+        self
+    }
+
+    /// The Redis connection.
+    pub fn connection(&self) -> &ConnectionConfig {
+        &self.connection
+    }
+
+    /// The queue name.
+    pub fn queue(&self) -> &str {
+        &self.queue
+    }
+
+    /// The worker options.
+    pub fn options(&self) -> &WorkerOptions {
+        &self.options
+    }
+
+    /// Checks the options without starting anything.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::InvalidOption`] naming the bad option.
+    pub fn validate(&self) -> Result<(), SupervisionError> {
+        self.options
+            .validate()
+            .map_err(|e| SupervisionError::InvalidOption(e.to_string()))
+    }
+
+    /// Connects and spawns one Worker linked to `supervisor`.
+    ///
+    /// # Errors
+    ///
+    /// `SpawnErr::StartupFailed` when Redis cannot be reached or the options are invalid.
+    pub async fn spawn_linked(
+        &self,
+        supervisor: ActorCell,
+    ) -> Result<ActorRef<WorkerMsg>, SpawnErr> {
+        let args = WorkerArgs::connect(
+            &self.connection,
+            &self.queue,
+            shared(self.processor.clone()),
+            self.options.clone(),
+        )
+        .await
+        .map_err(|e| SpawnErr::StartupFailed(Box::new(e)))?
+        .callbacks(self.callbacks.clone());
+        let (actor, _) = Actor::spawn_linked(None, Worker, args, supervisor).await?;
+        Ok(actor)
+    }
+
+    /// The child spec of child `id`: every (re)start runs [`WorkerSpec::spawn_linked`]; every
+    /// stop closes the Worker gracefully within the budget, then forcibly.
+    pub fn child_spec(&self, id: impl Into<String>) -> ChildSpec {
+        let start = self.clone();
+        let force_at = self.force_at.clone();
+        ChildSpec::new(id, move |supervisor| {
+            let spec = start.clone();
+            async move { Ok(spec.spawn_linked(supervisor).await?.get_cell()) }
+        })
+        .restart(self.restart)
+        // The supervisor's own bound: graceful budget, the forced close, and a margin to stop.
+        .shutdown(self.shutdown + FORCE_RESERVE_MAX)
+        .graceful_stop(move |cell, budget| {
+            let force_at = force_at.get();
+            async move { close_worker(cell.into(), budget, force_at).await }
+        })
+    }
+}
+
+/// A processor closure over a shared processor (what `WorkerArgs` takes).
+fn shared(
+    processor: Arc<dyn Processor>,
+) -> impl Fn(
+    crate::worker::Job,
+    crate::worker::JobContext,
+) -> futures::future::BoxFuture<'static, anyhow::Result<serde_json::Value>>
+       + Send
+       + Sync
+       + 'static {
+    move |job, ctx| processor.process(job, ctx)
+}
+
+/// Closes a Worker: gracefully for most of `budget` (or until the shutdown deadline), then
+/// forcibly. A zero budget is a forced close at once.
+async fn close_worker(worker: ActorRef<WorkerMsg>, budget: Duration, force_at: Option<Instant>) {
+    let reserve = (budget / 5).min(FORCE_RESERVE_MAX);
+    let mut graceful = budget.saturating_sub(reserve);
+    if let Some(at) = force_at {
+        graceful = graceful.min(at.saturating_duration_since(Instant::now()));
+    }
+    if !graceful.is_zero() {
+        let closed = worker
+            .call(
+                |reply| WorkerMsg::Close {
+                    force: false,
+                    reply,
+                },
+                Some(graceful),
+            )
+            .await;
+        if matches!(closed, Ok(CallResult::Success(_))) {
+            return;
+        }
+    }
+    tracing::info!(worker = %worker.get_id(), "graceful close budget spent; cancelling running jobs");
+    let _ = worker
+        .call(
+            |reply| WorkerMsg::Close { force: true, reply },
+            Some(reserve.max(Duration::from_millis(500))),
+        )
+        .await;
+}
+
+/// Where a [`SupervisedWorker`] finds its supervisor: a registered name (survives the
+/// supervisor's own restart, as the Runtime's branches do) or a fixed reference.
+#[derive(Debug, Clone)]
+pub enum SupervisorLocator {
+    /// Looked up in ractor's registry at every use.
+    Named(String),
+    /// A fixed supervisor.
+    Ref(SupervisorRef),
+}
+
+impl SupervisorLocator {
+    /// The supervisor now.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when it is not running.
+    pub fn resolve(&self) -> Result<SupervisorRef, SupervisionError> {
+        match self {
+            Self::Named(name) => SupervisorRef::lookup(name),
+            Self::Ref(sup) => Ok(sup.clone()),
+        }
+    }
+}
+
+/// A Worker running under a supervisor, addressed by its child id: every call resolves the
+/// current incarnation, so the handle keeps working after the Worker was restarted.
+#[derive(Debug, Clone)]
+pub struct SupervisedWorker {
+    id: String,
+    supervisor: SupervisorLocator,
+}
+
+impl SupervisedWorker {
+    /// A handle on child `id` of the supervisor `supervisor` points at.
+    pub fn new(id: impl Into<String>, supervisor: SupervisorLocator) -> Self {
+        Self {
+            id: id.into(),
+            supervisor,
+        }
+    }
+
+    /// The child id (e.g. `emails#1`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The current Worker actor; `None` while it is being restarted or after it stopped.
+    pub async fn actor(&self) -> Option<ActorRef<WorkerMsg>> {
+        let supervisor = self.supervisor.resolve().ok()?;
+        let cell = supervisor.child(&self.id).await.ok()??;
+        Some(cell.into())
+    }
+
+    /// How many times the supervisor restarted this Worker; `None` when it is not a child.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when the supervisor is not running.
+    pub async fn restarts(&self) -> Result<Option<u32>, SupervisionError> {
+        Ok(self
+            .supervisor
+            .resolve()?
+            .which_children()
+            .await?
+            .into_iter()
+            .find(|c| c.id == self.id)
+            .map(|c| c.restarts))
+    }
+
+    async fn current(&self) -> Result<ActorRef<WorkerMsg>, SupervisionError> {
+        self.actor()
+            .await
+            .ok_or_else(|| SupervisionError::NotRunning(self.id.clone()))
+    }
+
+    /// Stops fetching new jobs; running jobs continue. A restarted Worker fetches again.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when no incarnation is running.
+    pub async fn pause(&self) -> Result<(), SupervisionError> {
+        self.current()
+            .await?
+            .cast(WorkerMsg::Pause)
+            .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
+    }
+
+    /// Fetches again after [`SupervisedWorker::pause`].
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when no incarnation is running.
+    pub async fn resume(&self) -> Result<(), SupervisionError> {
+        self.current()
+            .await?
+            .cast(WorkerMsg::Resume)
+            .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
+    }
+
+    /// Jobs the current incarnation is running.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when no incarnation is running.
+    pub async fn active_count(&self) -> Result<usize, SupervisionError> {
+        ractor::call!(self.current().await?, WorkerMsg::ActiveCount)
+            .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
+    }
+
+    /// Whether an incarnation is running and fetching.
+    pub async fn is_running(&self) -> bool {
+        match self.actor().await {
+            Some(actor) => ractor::call!(actor, WorkerMsg::IsRunning).unwrap_or(false),
+            None => false,
+        }
+    }
+
+    /// Graceful close: removes the child from its supervisor (never restarted) and waits while
+    /// the Worker finishes its active jobs, within the spec's shutdown budget.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::UnknownChild`] when it was already closed,
+    /// [`SupervisionError::NotRunning`] when the supervisor is gone.
+    pub async fn close(&self) -> Result<(), SupervisionError> {
+        self.supervisor.resolve()?.terminate_child(&self.id).await
+    }
+
+    /// Forced close: cancels running jobs at once (they are left to stalled recovery).
+    ///
+    /// # Errors
+    ///
+    /// As [`SupervisedWorker::close`].
+    pub async fn close_force(&self) -> Result<(), SupervisionError> {
+        self.supervisor
+            .resolve()?
+            .terminate_child_within(&self.id, Duration::ZERO)
+            .await
+    }
+}
