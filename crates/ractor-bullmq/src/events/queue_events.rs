@@ -182,32 +182,43 @@ fn start_reading(myself: &ActorRef<QueueEventsMsg>, state: &mut QueueEventsState
     ));
 }
 
-/// Handler first, then subscribers, then the position: an event the handler failed on is not
-/// delivered, so the restarted actor starts with it.
+/// Handler first, then subscribers, then the position. Events the handler accepted are fanned
+/// out subscriber by subscriber (one wake-up per subscriber per batch, not per event); an event
+/// the handler failed on is not delivered and the position stays before it, so the restarted
+/// actor starts with it.
 async fn deliver(
     state: &mut QueueEventsState,
-    events: Vec<StreamEvent>,
+    mut events: Vec<StreamEvent>,
 ) -> Result<(), ActorProcessingErr> {
     let shared = &state.args.shared;
-    let capacity = shared.subscriber_buffer();
-    for event in events {
-        if shared.has_handler() {
-            let mut slot = shared.handler().lock().await;
-            if let Some(handler) = slot.as_mut() {
-                handler.handle(event.clone()).await.map_err(|error| {
-                    format!(
+    let mut failure = None;
+    if shared.has_handler() {
+        let mut slot = shared.handler().lock().await;
+        if let Some(handler) = slot.as_mut() {
+            for (index, event) in events.iter().enumerate() {
+                if let Err(error) = handler.handle(event.clone()).await {
+                    failure = Some(format!(
                         "QueueEventsHandler::handle_event failed on {} ({}): {error:#}",
                         event.id,
                         event.event.name()
-                    )
-                })?;
+                    ));
+                    events.truncate(index);
+                    break;
+                }
             }
         }
-        shared.subscribers().deliver(&event, capacity);
-        shared.cursor().advance(&event.id);
-        // Let consumers on this thread drain their buffers between two events of a batch.
-        tokio::task::yield_now().await;
     }
+    shared
+        .subscribers()
+        .deliver(&events, shared.subscriber_buffer());
+    if let Some(last) = events.last() {
+        shared.cursor().advance(&last.id);
+    }
+    if let Some(failure) = failure {
+        return Err(failure.into());
+    }
+    // Let consumers on this thread drain their buffers before the next batch.
+    tokio::task::yield_now().await;
     Ok(())
 }
 

@@ -178,26 +178,33 @@ impl SubscriberSet {
         self.entries.len()
     }
 
-    /// Hands `event` to every subscriber, removing the gone and the overflowing ones.
-    pub(crate) fn deliver(&mut self, event: &StreamEvent, capacity: usize) {
+    /// Hands `events`, in order, to every subscriber, removing the gone and the overflowing
+    /// ones.
+    pub(crate) fn deliver(&mut self, events: &[StreamEvent], capacity: usize) {
+        if events.is_empty() {
+            return;
+        }
         self.entries.retain(|(id, subscriber)| {
-            match deliver_one(subscriber, event, capacity) {
-                Delivery::Delivered => true,
-                Delivery::Gone => {
-                    tracing::debug!(subscription = ?id, subscriber = %subscriber.describe(), "QueueEvents subscriber is gone; removed");
-                    false
-                }
-                Delivery::Overflow => {
-                    tracing::warn!(
-                        subscription = ?id,
-                        subscriber = %subscriber.describe(),
-                        buffer = capacity,
-                        event_id = %event.id,
-                        "QueueEvents subscriber is too slow (buffer full); disconnected"
-                    );
-                    false
+            for event in events {
+                match deliver_one(subscriber, event, capacity) {
+                    Delivery::Delivered => {}
+                    Delivery::Gone => {
+                        tracing::debug!(subscription = ?id, subscriber = %subscriber.describe(), "QueueEvents subscriber is gone; removed");
+                        return false;
+                    }
+                    Delivery::Overflow => {
+                        tracing::warn!(
+                            subscription = ?id,
+                            subscriber = %subscriber.describe(),
+                            buffer = capacity,
+                            event_id = %event.id,
+                            "QueueEvents subscriber is too slow (buffer full); disconnected"
+                        );
+                        return false;
+                    }
                 }
             }
+            true
         });
     }
 }
@@ -258,7 +265,7 @@ mod tests {
         set.insert(a);
         set.insert(b);
         for n in 0..3 {
-            set.deliver(&ev(n), 8);
+            set.deliver(&[ev(n)], 8);
         }
         for rx in [&mut rx_a, &mut rx_b] {
             for n in 0..3 {
@@ -275,7 +282,7 @@ mod tests {
         set.insert(a);
         set.insert(b);
         drop(rx_a);
-        set.deliver(&ev(1), 8);
+        set.deliver(&[ev(1)], 8);
         assert_eq!(set.len(), 1);
         assert_eq!(rx_b.try_recv().unwrap().id, "1-0");
     }
@@ -288,7 +295,7 @@ mod tests {
         set.insert(slow);
         set.insert(fast);
         for n in 0..3 {
-            set.deliver(&ev(n), 2);
+            set.deliver(&[ev(n)], 2);
             assert_eq!(rx_fast.try_recv().unwrap().id, format!("{n}-0"));
         }
         assert_eq!(set.len(), 1);
