@@ -259,3 +259,47 @@ async fn node_queue_events_receives_our_custom_event() -> anyhow::Result<()> {
     cleanup(&queue).await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn node_get_queue_events_lists_our_connection() -> anyhow::Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("qe-listed");
+    let events = QueueEventsHandle::start(options(&queue, "$")).await?;
+    eventually("reading started", Duration::from_secs(15), || {
+        let id = events.last_event_id();
+        async move { id != "$" }
+    })
+    .await?;
+    // Node finds QueueEvents connections by their CLIENT SETNAME (`getQueueEvents`).
+    let script = r#"
+        const { Queue } = require('bullmq');
+        const { connectionOptions } = require('./lib');
+        (async () => {
+          const queue = new Queue(process.argv[1], { connection: connectionOptions() });
+          const clients = await queue.getQueueEvents();
+          console.log(JSON.stringify({ names: clients.map(c => c.name) }));
+          await queue.close();
+        })().catch(e => { console.error(e); process.exit(1); });
+    "#;
+    let output = tokio::process::Command::new("node")
+        .arg("-e")
+        .arg(script)
+        .arg(&queue)
+        .current_dir(node_dir())
+        .env("REDIS_URL", redis_url())
+        .output()
+        .await?;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    // Node matches `{prefix}:{base64(queue)}:qe` and reports the queue name for each match.
+    assert_eq!(listed["names"], json!([queue]));
+    events.close().await;
+    cleanup(&queue).await?;
+    Ok(())
+}
