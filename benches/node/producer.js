@@ -4,8 +4,9 @@
 // Uses the pinned oracle package in integration-tests/node (run `npm ci` there first).
 // Args (JSON on argv[2]): {queue, prefix?, jobs, mode: "add" | "add-concurrent" | "addBulk",
 //                          concurrency?: 100, batch?: 1000}
-// Output: one JSON document {mode, jobs, seconds, clientCpuMs}; timing starts once the queue's
-// connection is ready and stops when the last add has returned.
+// Output: one JSON document {mode, jobs, seconds, clientCpuMs, addP50Ms?, addP99Ms?}; timing
+// starts once the queue's connection is ready and stops when the last add has returned. The
+// percentiles of single `add` calls are given for the "add" and "add-concurrent" modes.
 
 const path = require('node:path');
 const { createRequire } = require('node:module');
@@ -34,11 +35,16 @@ async function main() {
   const jobs = args.jobs || 10000;
   const queue = new Queue(args.queue, { connection: connectionOptions(), prefix: args.prefix || 'bull' });
   await queue.waitUntilReady();
+  const latencies = [];
   const cpuBefore = process.cpuUsage();
   const started = process.hrtime.bigint();
   switch (args.mode) {
     case 'add':
-      for (let i = 0; i < jobs; i++) await queue.add('bench', payload(i));
+      for (let i = 0; i < jobs; i++) {
+        const t = process.hrtime.bigint();
+        await queue.add('bench', payload(i));
+        latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
+      }
       break;
     case 'add-concurrent': {
       const concurrency = args.concurrency || 100;
@@ -46,7 +52,9 @@ async function main() {
       const lane = async () => {
         while (next < jobs) {
           const i = next++;
+          const t = process.hrtime.bigint();
           await queue.add('bench', payload(i));
+          latencies.push(Number(process.hrtime.bigint() - t) / 1e6);
         }
       };
       await Promise.all(Array.from({ length: concurrency }, lane));
@@ -69,7 +77,14 @@ async function main() {
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const cpu = process.cpuUsage(cpuBefore);
   await queue.close();
-  return { mode: args.mode, jobs, seconds, clientCpuMs: (cpu.user + cpu.system) / 1000 };
+  const result = { mode: args.mode, jobs, seconds, clientCpuMs: (cpu.user + cpu.system) / 1000 };
+  if (latencies.length > 0) {
+    latencies.sort((a, b) => a - b);
+    const at = q => latencies[Math.round((latencies.length - 1) * q)];
+    result.addP50Ms = at(0.5);
+    result.addP99Ms = at(0.99);
+  }
+  return result;
 }
 
 main()

@@ -16,7 +16,7 @@ use ractor_bullmq::protocol::options::JobOptions;
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 use serde_json::{json, Value};
 
-use crate::report::Measurement;
+use crate::report::{quantile, Measurement};
 use crate::{node, process_cpu, redis_stats};
 
 /// What the producer benchmark runs.
@@ -90,7 +90,7 @@ pub(crate) async fn run(config: &ProducerConfig) -> Result<Vec<Measurement>> {
         let cpu_before = redis_stats::server_cpu_seconds(&admin).await?;
         let client_before = process_cpu::cpu_seconds();
         let started = Instant::now();
-        add_jobs(&queue, scenario, config.jobs).await?;
+        let mut latencies = add_jobs(&queue, scenario, config.jobs).await?;
         let seconds = started.elapsed().as_secs_f64();
         let client_cpu_ms = process_cpu::cpu_seconds()
             .zip(client_before)
@@ -105,7 +105,7 @@ pub(crate) async fn run(config: &ProducerConfig) -> Result<Vec<Measurement>> {
             counts.waiting
         );
         queue.close().await?;
-        let m = measurement(
+        let mut m = measurement(
             scenario,
             "rust",
             config.jobs,
@@ -113,6 +113,8 @@ pub(crate) async fn run(config: &ProducerConfig) -> Result<Vec<Measurement>> {
             redis_cpu,
             client_cpu_ms,
         );
+        m.add_p50_ms = quantile(&mut latencies, 0.5);
+        m.add_p99_ms = quantile(&mut latencies, 0.99);
         m.print_json_line();
         results.push(m);
         redis_stats::delete_queue(&admin, "bull", &queue_name).await?;
@@ -129,18 +131,28 @@ pub(crate) async fn run(config: &ProducerConfig) -> Result<Vec<Measurement>> {
     Ok(results)
 }
 
-async fn add_jobs(queue: &Queue, scenario: Scenario, jobs: u64) -> Result<()> {
+/// Adds `jobs` jobs the scenario's way; returns the duration of each `add` call in ms for the
+/// one-by-one and concurrent scenarios (empty for bulk).
+async fn add_jobs(queue: &Queue, scenario: Scenario, jobs: u64) -> Result<Vec<f64>> {
+    let mut latencies = Vec::new();
     match scenario {
         Scenario::Sequential => {
+            latencies.reserve(jobs as usize);
             for i in 0..jobs {
+                let started = Instant::now();
                 queue.add("bench", payload(i)).await?;
+                latencies.push(started.elapsed().as_secs_f64() * 1e3);
             }
         }
         Scenario::Concurrent(in_flight) => {
-            futures::stream::iter(0..jobs)
-                .map(|i| async move { queue.add("bench", payload(i)).await })
+            latencies = futures::stream::iter(0..jobs)
+                .map(|i| async move {
+                    let started = Instant::now();
+                    queue.add("bench", payload(i)).await?;
+                    Ok::<_, ractor_bullmq::QueueError>(started.elapsed().as_secs_f64() * 1e3)
+                })
                 .buffer_unordered(in_flight)
-                .try_for_each(|_| async { Ok(()) })
+                .try_collect()
                 .await?;
         }
         Scenario::Bulk(batch) => {
@@ -154,7 +166,7 @@ async fn add_jobs(queue: &Queue, scenario: Scenario, jobs: u64) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(latencies)
 }
 
 async fn run_node_scenario(
@@ -176,14 +188,17 @@ async fn run_node_scenario(
     let seconds = out["seconds"].as_f64().context("producer.js: seconds")?;
     let client_cpu_ms = out["clientCpuMs"].as_f64();
     redis_stats::delete_queue(admin, "bull", &queue_name).await?;
-    Ok(measurement(
+    let mut m = measurement(
         scenario,
         "node",
         config.jobs,
         seconds,
         redis_cpu,
         client_cpu_ms,
-    ))
+    );
+    m.add_p50_ms = out["addP50Ms"].as_f64();
+    m.add_p99_ms = out["addP99Ms"].as_f64();
+    Ok(m)
 }
 
 fn measurement(
@@ -206,5 +221,7 @@ fn measurement(
         },
         redis_cpu_us_per_job: redis_cpu_seconds * 1e6 / jobs.max(1) as f64,
         client_cpu_ms,
+        add_p50_ms: None,
+        add_p99_ms: None,
     }
 }

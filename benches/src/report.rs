@@ -19,6 +19,20 @@ pub(crate) struct Measurement {
     pub(crate) redis_cpu_us_per_job: f64,
     /// Client CPU (user + system) in milliseconds, when known.
     pub(crate) client_cpu_ms: Option<f64>,
+    /// Median time of one `add` call in ms (one-by-one and concurrent scenarios only).
+    pub(crate) add_p50_ms: Option<f64>,
+    /// 99th percentile time of one `add` call in ms (same scenarios).
+    pub(crate) add_p99_ms: Option<f64>,
+}
+
+/// The `q`-quantile (0..=1) of `samples`, sorted in place; `None` when empty.
+pub(crate) fn quantile(samples: &mut [f64], q: f64) -> Option<f64> {
+    if samples.is_empty() {
+        return None;
+    }
+    samples.sort_by(f64::total_cmp);
+    let rank = ((samples.len() - 1) as f64 * q).round() as usize;
+    samples.get(rank).copied()
 }
 
 impl Measurement {
@@ -45,8 +59,8 @@ pub(crate) fn markdown_table(results: &[Measurement]) -> String {
             .find(|m| m.scenario == scenario && m.implementation == implementation)
     };
     let mut out = String::from(
-        "| scenario | ours jobs/s | Node jobs/s | ours / Node | ours Redis µs/job | Node Redis µs/job |\n\
-         |---|---:|---:|---:|---:|---:|\n",
+        "| scenario | ours jobs/s | Node jobs/s | ours / Node | ours Redis µs/job | Node Redis µs/job | ours add p50/p99 ms | Node add p50/p99 ms |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let rate =
         |m: Option<&Measurement>| m.map_or("–".to_string(), |m| format!("{:.0}", m.jobs_per_sec));
@@ -54,6 +68,10 @@ pub(crate) fn markdown_table(results: &[Measurement]) -> String {
         m.map_or("–".to_string(), |m| {
             format!("{:.1}", m.redis_cpu_us_per_job)
         })
+    };
+    let latency = |m: Option<&Measurement>| match m.and_then(|m| m.add_p50_ms.zip(m.add_p99_ms)) {
+        Some((p50, p99)) => format!("{p50:.2} / {p99:.2}"),
+        None => "–".to_string(),
     };
     for scenario in scenarios {
         let ours = find(scenario, "rust");
@@ -65,11 +83,13 @@ pub(crate) fn markdown_table(results: &[Measurement]) -> String {
             _ => "–".to_string(),
         };
         out.push_str(&format!(
-            "| {scenario} | {} | {} | {ratio} | {} | {} |\n",
+            "| {scenario} | {} | {} | {ratio} | {} | {} | {} | {} |\n",
             rate(ours),
             rate(node),
             cpu(ours),
-            cpu(node)
+            cpu(node),
+            latency(ours),
+            latency(node)
         ));
     }
     out
@@ -88,6 +108,8 @@ mod tests {
             jobs_per_sec: rate,
             redis_cpu_us_per_job: 10.0,
             client_cpu_ms: None,
+            add_p50_ms: (implementation == "rust").then_some(0.5),
+            add_p99_ms: (implementation == "rust").then_some(2.0),
         }
     }
 
@@ -99,12 +121,20 @@ mod tests {
             m("add_bulk_50", "rust", 5000.0),
         ]);
         assert!(
-            table.contains("| add | 2000 | 1000 | 2.00× | 10.0 | 10.0 |"),
+            table.contains("| add | 2000 | 1000 | 2.00× | 10.0 | 10.0 | 0.50 / 2.00 | – |"),
             "{table}"
         );
         assert!(
-            table.contains("| add_bulk_50 | 5000 | – | – | 10.0 | – |"),
+            table.contains("| add_bulk_50 | 5000 | – | – | 10.0 | – | 0.50 / 2.00 | – |"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn quantiles_pick_the_nearest_rank() {
+        let mut samples = vec![5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(quantile(&mut samples, 0.5), Some(3.0));
+        assert_eq!(quantile(&mut samples, 0.99), Some(5.0));
+        assert_eq!(quantile(&mut [], 0.5), None);
     }
 }
