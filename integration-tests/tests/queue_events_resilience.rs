@@ -174,12 +174,14 @@ async fn redis_cli(port: u16, args: &[&str]) -> Result<String> {
 
 /// A loopback port nobody listens on (6390 + random, checked by binding it).
 fn free_port() -> Result<u16> {
+    // Tests of this file run in parallel: a counter keeps them off each other's ports.
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let base = 6_390 + (now_ms() % 2_000) as usize + (std::process::id() % 100) as usize;
     for _ in 0..50 {
-        let port = 6_390 + (now_ms() % 2_000) as u16 + (std::process::id() % 100) as u16;
+        let port = u16::try_from(base + 7 * NEXT.fetch_add(1, Ordering::Relaxed))?;
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return Ok(port);
         }
-        std::thread::sleep(Duration::from_millis(3));
     }
     bail!("no free port found")
 }
