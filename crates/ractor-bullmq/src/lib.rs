@@ -6,6 +6,7 @@
 pub mod error;
 pub mod events;
 pub mod job;
+pub mod job_wait;
 pub mod manager;
 pub mod queue;
 pub mod store;
@@ -21,6 +22,7 @@ pub use events::{
     QueueEventsHandler, QueueEventsMsg, QueueEventsOptions, QueueEventsProducer,
 };
 pub use job::Job;
+pub use job_wait::{JobFinished, WaitError};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
 pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
 pub use supervision::{Runtime, RuntimeEvent, RuntimeOptions, SupervisedWorker};

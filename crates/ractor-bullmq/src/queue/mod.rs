@@ -20,6 +20,7 @@
 mod add;
 mod options;
 mod reports;
+mod metrics;
 
 use std::collections::HashSet;
 use std::sync::Arc;
