@@ -2,7 +2,7 @@
 //!
 //! A [`QueueEventsHandler`] is given to
 //! [`QueueEventsHandle::start_with_handler`](super::QueueEventsHandle::start_with_handler) (or
-//! to [`QueueEventsShared::with_handler`](super::QueueEventsShared::with_handler) when the actor
+//! to [`QueueEventsArgs::with_handler`](super::QueueEventsArgs::with_handler) when the actor
 //! is spawned by a supervisor). The QueueEvents actor calls [`init`](QueueEventsHandler::init)
 //! when it starts and [`handle_event`](QueueEventsHandler::handle_event) for every event, in
 //! stream order, before the event goes to the subscribers.
