@@ -387,7 +387,23 @@ impl Runtime {
         options: WorkerManagerOptions,
     ) -> Result<WorkerManagerHandle, SupervisionError> {
         let spec = self.worker_spec(queue, processor, worker_options);
+        self.worker_manager_spec(spec, options).await
+    }
+
+    /// As [`Runtime::worker_manager`] with a prepared [`WorkerSpec`] (callbacks, shutdown
+    /// budget, restart policy), e.g. from [`Runtime::worker_spec`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::worker_manager`].
+    pub async fn worker_manager_spec(
+        &self,
+        spec: WorkerSpec,
+        options: WorkerManagerOptions,
+    ) -> Result<WorkerManagerHandle, SupervisionError> {
         spec.validate()?;
+        let spec = spec.force_deadline(self.force_at.clone());
+        let queue = spec.queue().to_owned();
         if let Some(autoscale) = &options.autoscale {
             autoscale.validate()?;
         }
