@@ -4,6 +4,7 @@
 //! project's Rust runtime). Run `bullmq --help` for the commands.
 
 mod commands;
+mod local_redis;
 mod output;
 
 use std::process::ExitCode;
@@ -50,6 +51,9 @@ enum Command {
     Add(Box<commands::add::AddArgs>),
     /// Tail a queue's events live, one line per event (`--from 0` replays the stream first).
     Events(commands::events::EventsArgs),
+    /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
+    /// live progress and a summary (starts a local redis-server when none answers).
+    Demo(commands::demo::DemoArgs),
 }
 
 #[tokio::main]
@@ -73,6 +77,7 @@ async fn main() -> ExitCode {
         Command::Stats(args) => commands::stats::run(&ctx, args).await,
         Command::Add(args) => commands::add::run(&ctx, *args).await,
         Command::Events(args) => commands::events::run(&ctx, args).await,
+        Command::Demo(args) => commands::demo::run(&ctx, args).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with its clap `Args` struct and an async `run`.
 
 pub(crate) mod add;
+pub(crate) mod demo;
 pub(crate) mod events;
 pub(crate) mod stats;
 
