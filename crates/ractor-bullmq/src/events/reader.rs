@@ -210,7 +210,7 @@ async fn read_loop(
             }
         }
         let read = tokio::time::timeout(
-            settings.block_timeout + READ_GRACE,
+            settings.block_timeout.saturating_add(READ_GRACE),
             read_events(
                 &client,
                 &settings.key,
