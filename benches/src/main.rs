@@ -2,19 +2,32 @@
 //!
 //! ```text
 //! cargo run --release -p bullmq-bench -- producer --jobs 100000
+//! cargo run --release -p bullmq-bench -- worker --jobs 50000 --concurrency 100 --workers 1 --job-ms 0
+//! cargo run --release -p bullmq-bench -- latency --rate 1000 --seconds 10
+//! cargo run --release -p bullmq-bench -- memory --inflight 10000
+//! cargo run --release -p bullmq-bench -- redis-limit --jobs 100000
+//! cargo run --release -p bullmq-bench -- all            # everything; writes docs/benchmarks.md
 //! ```
 //!
 //! Each scenario prints one JSON line while running; a markdown table comparing us with Node
-//! closes the run. These are measurements, not tests: nothing here fails on a slow machine.
+//! closes the run. These are measurements, not tests: nothing here fails on a slow machine
+//! (a scenario fails only when jobs go missing or Node cannot read back what we completed).
 
+mod all;
+mod latency;
+mod memory;
 mod node;
 mod process_cpu;
 mod producer;
+mod redis_limit;
 mod redis_stats;
 mod report;
+mod worker;
+mod worker_report;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use ractor_bullmq::ConnectionConfig;
 
 /// Throughput benchmarks, ours next to Node BullMQ's.
 #[derive(Debug, Parser)]
@@ -31,6 +44,10 @@ struct Cli {
     /// Skip the Node BullMQ side (it needs `npm ci` in integration-tests/node).
     #[arg(long, global = true)]
     skip_node: bool,
+    /// Run our side on a single-threaded Tokio runtime (like Node's one event loop) instead of
+    /// the multi-threaded default.
+    #[arg(long, global = true)]
+    current_thread: bool,
     #[command(subcommand)]
     benchmark: Benchmark,
 }
@@ -44,26 +61,141 @@ enum Benchmark {
         #[arg(long, default_value_t = 100_000)]
         jobs: u64,
     },
+    /// Draining a filled queue with `workers` workers of `concurrency` slots in one process.
+    Worker {
+        /// Jobs to process.
+        #[arg(long, default_value_t = 50_000)]
+        jobs: u64,
+        /// Slots per worker.
+        #[arg(long, default_value_t = 100)]
+        concurrency: usize,
+        /// Workers in the process.
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// Processor time per job in ms (0: no-op).
+        #[arg(long, default_value_t = 0)]
+        job_ms: u64,
+    },
+    /// add → active / add → completed percentiles at a steady add rate.
+    Latency {
+        /// Jobs added per second.
+        #[arg(long, default_value_t = 1000)]
+        rate: u64,
+        /// Seconds the producer runs.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Worker concurrency.
+        #[arg(long, default_value_t = 100)]
+        concurrency: usize,
+    },
+    /// RSS of an idle worker and of one worker with `inflight` sleeping jobs.
+    Memory {
+        /// Jobs in flight at once.
+        #[arg(long, default_value_t = 10_000)]
+        inflight: u64,
+        /// Internal: run the measurement in this process on this (filled) queue.
+        #[arg(long, hide = true)]
+        inner_queue: Option<String>,
+    },
+    /// The minimal lifecycle done by a batched Lua loop: the ceiling for any worker.
+    RedisLimit {
+        /// Jobs to run through the loop.
+        #[arg(long, default_value_t = 100_000)]
+        jobs: u64,
+    },
+    /// Every scenario, ours and Node's; writes `docs/benchmarks.md`.
+    All {
+        /// Where to write the report.
+        #[arg(long, default_value = "docs/benchmarks.md")]
+        output: std::path::PathBuf,
+        /// Scale every job count by this factor (0.1 for a quick smoke run).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+    },
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
     let cli = Cli::parse();
+    let runtime = if cli.current_thread {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let connection = ConnectionConfig::from_url(&cli.redis_url)?;
+    if let Benchmark::Memory {
+        inflight,
+        inner_queue: Some(queue),
+    } = &cli.benchmark
+    {
+        return memory::inner(&connection, queue, *inflight).await;
+    }
     let with_node = !cli.skip_node && node::available();
     if !cli.skip_node && !with_node {
         eprintln!("node or the oracle package is missing (npm ci in integration-tests/node): Node side skipped");
     }
-    let results = match cli.benchmark {
+    let admin = connection
+        .connect(None)
+        .await
+        .context("connecting for INFO and cleanup")?;
+    let url = cli.redis_url.as_str();
+    let table = match cli.benchmark {
         Benchmark::Producer { jobs } => {
             let config = producer::ProducerConfig {
                 jobs,
                 redis_url: cli.redis_url.clone(),
                 with_node,
             };
-            producer::run(&config).await?
+            report::markdown_table(&producer::run(&config).await?)
+        }
+        Benchmark::Worker {
+            jobs,
+            concurrency,
+            workers,
+            job_ms,
+        } => {
+            let scenario = worker::WorkerScenario {
+                jobs,
+                concurrency,
+                workers,
+                job_ms,
+            };
+            let results = worker::run(&connection, &admin, scenario, with_node, url).await?;
+            worker_report::markdown_table(&results)
+        }
+        Benchmark::Latency {
+            rate,
+            seconds,
+            concurrency,
+        } => {
+            let scenario = latency::LatencyScenario {
+                rate,
+                seconds,
+                concurrency,
+            };
+            let results = latency::run(&connection, &admin, scenario, with_node, url).await?;
+            worker_report::markdown_table(&results)
+        }
+        Benchmark::Memory { inflight, .. } => {
+            let results = memory::run(&connection, &admin, inflight, with_node, url).await?;
+            worker_report::markdown_table(&results)
+        }
+        Benchmark::RedisLimit { jobs } => {
+            let m = redis_limit::run(&connection, &admin, jobs).await?;
+            worker_report::markdown_table(&[m])
+        }
+        Benchmark::All { output, scale } => {
+            all::run(&connection, &admin, with_node, url, &output, scale).await?
         }
     };
     println!();
-    print!("{}", report::markdown_table(&results));
+    print!("{table}");
     Ok(())
 }
