@@ -142,9 +142,64 @@ struct Tally {
     events: u64,
 }
 
+/// Everything the demo set up, torn down by [`run`] on every way out.
+struct Setup {
+    url: String,
+    /// The redis-server started for the demo; dropping it kills the server.
+    local: Option<LocalRedis>,
+    config: ConnectionConfig,
+    queue: Queue,
+    runtime: Runtime,
+}
+
 /// Runs `bullmq demo`.
 pub(crate) async fn run(ctx: &Context, args: DemoArgs) -> Result<()> {
-    // The guard lives until this function returns, whichever way.
+    // Installed first: from here on Ctrl-C / SIGTERM unwind through the guards instead of
+    // killing the process (which would leave a started redis-server behind).
+    let mut stop = StopSignal::install()?;
+    let setup = tokio::select! {
+        setup = set_up(ctx, &args) => setup?,
+        () = stop.wait() => bail!("interrupted"),
+    };
+    let retried = Arc::new(AtomicU64::new(0));
+    let outcome = tokio::select! {
+        outcome = demo(ctx, &args, &setup, &retried) => outcome,
+        () = stop.wait() => Err(anyhow::anyhow!("interrupted")),
+    };
+    // Clean up on every path (a second Ctrl-C skips it); a failure here must not hide the
+    // demo's own outcome.
+    let cleaned = tokio::select! {
+        cleaned = tear_down(&setup) => cleaned,
+        () = stop.wait() => false,
+    };
+    let Setup {
+        url, local, queue, ..
+    } = setup;
+    let local_redis_pid = local.as_ref().map(LocalRedis::pid);
+    // Stop the local Redis before reporting anything (also when the demo failed).
+    drop(local);
+    let (tally, elapsed) = outcome?;
+    Summary {
+        queue: queue.name().to_owned(),
+        redis: url,
+        local_redis_pid,
+        jobs: args.jobs,
+        workers: args.workers,
+        concurrency: args.concurrency,
+        completed: tally.completed,
+        failed: tally.failed,
+        retried: retried.load(Ordering::Relaxed),
+        progress_events: tally.progress_events,
+        events: tally.events,
+        elapsed,
+        cleaned,
+    }
+    .print(ctx.json);
+    Ok(())
+}
+
+/// Finds or starts Redis, opens the demo queue and starts the supervision tree.
+async fn set_up(ctx: &Context, args: &DemoArgs) -> Result<Setup> {
     let (url, local) = if local_redis::answers(&ctx.redis_url, PROBE_TIMEOUT).await {
         (ctx.redis_url.clone(), None)
     } else {
@@ -183,57 +238,52 @@ pub(crate) async fn run(ctx: &Context, args: DemoArgs) -> Result<()> {
     )
     .await
     .context("cannot start the supervision tree")?;
+    Ok(Setup {
+        url,
+        local,
+        config,
+        queue,
+        runtime,
+    })
+}
 
-    let retried = Arc::new(AtomicU64::new(0));
-    let outcome = tokio::select! {
-        outcome = demo(ctx, &args, &queue, &runtime, &config, &retried) => outcome,
-        () = stop_signal() => Err(anyhow::anyhow!("interrupted")),
-    };
-
-    // Clean up on every path; a failure here must not hide the demo's own outcome.
-    if let Err(error) = runtime.shutdown(SHUTDOWN_TIMEOUT).await {
+/// Stops the workers and removes the demo queue; whether the queue is gone.
+async fn tear_down(setup: &Setup) -> bool {
+    if let Err(error) = setup.runtime.shutdown(SHUTDOWN_TIMEOUT).await {
         tracing::warn!(%error, "the workers did not stop cleanly");
     }
-    let cleaned = match queue.obliterate(true).await {
-        Ok(()) => true,
-        Err(error) => {
-            eprintln!("warning: could not remove demo queue {queue_name}: {error}");
-            false
+    let cleaned = if setup.local.is_some() {
+        // The whole server is thrown away.
+        true
+    } else {
+        match setup.queue.obliterate(true).await {
+            Ok(()) => true,
+            Err(error) => {
+                eprintln!(
+                    "warning: could not remove demo queue {}: {error}",
+                    setup.queue.name()
+                );
+                false
+            }
         }
     };
-    let _ = queue.close().await;
-
-    let (tally, elapsed) = outcome?;
-    let summary = Summary {
-        queue: queue_name,
-        redis: url,
-        local_redis_pid: local.as_ref().map(LocalRedis::pid),
-        jobs: args.jobs,
-        workers: args.workers,
-        concurrency: args.concurrency,
-        completed: tally.completed,
-        failed: tally.failed,
-        retried: retried.load(Ordering::Relaxed),
-        progress_events: tally.progress_events,
-        events: tally.events,
-        elapsed,
-        cleaned,
-    };
-    // Stop the local Redis before reporting it stopped.
-    drop(local);
-    summary.print(ctx.json);
-    Ok(())
+    let _ = setup.queue.close().await;
+    cleaned
 }
 
 /// Adds the jobs, runs the workers and follows the events until every job finished.
 async fn demo(
     ctx: &Context,
     args: &DemoArgs,
-    queue: &Queue,
-    runtime: &Runtime,
-    config: &ConnectionConfig,
+    setup: &Setup,
     retried: &Arc<AtomicU64>,
 ) -> Result<(Tally, Duration)> {
+    let Setup {
+        queue,
+        runtime,
+        config,
+        ..
+    } = setup;
     let total = u64::from(args.jobs);
     // Follow the events first, so none of the run's events is missed.
     let events = runtime
@@ -368,20 +418,39 @@ fn progress_bar(total: u64) -> ProgressBar {
     bar
 }
 
-/// Resolves on Ctrl-C, or SIGTERM on Unix.
-async fn stop_signal() {
+/// Ctrl-C, and SIGTERM on Unix, registered when installed (not when first awaited), so a
+/// signal during set-up is caught too.
+struct StopSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    fn install() -> Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+                terminate: signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(Self {})
     }
-    let _ = tokio::signal::ctrl_c().await;
+
+    /// Resolves at the next signal.
+    async fn wait(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// The final report.
