@@ -1,0 +1,18 @@
+'use strict';
+// Reads a queue's worker metrics with Node BullMQ's `queue.getMetrics(type, start, end)`.
+//
+// Args: {queue, prefix?, type: 'completed' | 'failed', start?: 0, end?: -1}
+// Output: {metrics: {meta: {count, prevTS, prevCount}, data: [n, ...], count}}
+
+const { openQueue, run } = require('./lib');
+
+run(async args => {
+  const queue = openQueue(args);
+  try {
+    const start = args.start === undefined ? 0 : args.start;
+    const end = args.end === undefined ? -1 : args.end;
+    return { metrics: await queue.getMetrics(args.type || 'completed', start, end) };
+  } finally {
+    await queue.close();
+  }
+});
