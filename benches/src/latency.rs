@@ -69,7 +69,7 @@ pub(crate) async fn run(
     with_node: bool,
     redis_url: &str,
 ) -> Result<Vec<WorkerMeasurement>> {
-    let ours = run_ours(connection, admin, scenario, with_node).await?;
+    let ours = run_ours(connection, admin, scenario, with_node.then_some(redis_url)).await?;
     ours.print_json_line();
     let mut results = vec![ours];
     if with_node {
@@ -112,7 +112,7 @@ async fn run_ours(
     connection: &ConnectionConfig,
     admin: &Client,
     scenario: LatencyScenario,
-    check_with_node: bool,
+    check_with_node: Option<&str>,
 ) -> Result<WorkerMeasurement> {
     let name = queue_name("latency", "rust", &scenario.name());
     let total = scenario.rate * scenario.seconds;
@@ -204,8 +204,8 @@ async fn run_ours(
     m.completed_p50_ms = quantile(&mut completed, 0.5);
     m.completed_p99_ms = quantile(&mut completed, 0.99);
     m.completed_p999_ms = quantile(&mut completed, 0.999);
-    if check_with_node {
-        m.compat_checked = Some(crate::worker::check_completed_by_node(&queue, &name).await?);
+    if let Some(url) = check_with_node {
+        m.compat_checked = Some(crate::worker::check_completed_by_node(&queue, &name, url).await?);
     }
     queue.close().await?;
     redis_stats::delete_queue(admin, "bull", &name).await?;

@@ -116,7 +116,8 @@ pub(crate) async fn run(
     with_node: bool,
     redis_url: &str,
 ) -> Result<Vec<WorkerMeasurement>> {
-    let mut results = vec![run_ours(connection, admin, scenario, with_node).await?];
+    let check = with_node.then_some(redis_url);
+    let mut results = vec![run_ours(connection, admin, scenario, check).await?];
     results[0].print_json_line();
     if with_node {
         let m = run_node(connection, admin, scenario, redis_url).await?;
@@ -130,7 +131,7 @@ async fn run_ours(
     connection: &ConnectionConfig,
     admin: &Client,
     scenario: WorkerScenario,
-    check_with_node: bool,
+    check_with_node: Option<&str>,
 ) -> Result<WorkerMeasurement> {
     let name = queue_name("worker", "rust", &scenario.name());
     let queue = Queue::new(name.clone(), QueueOptions::new(connection.clone())).await?;
@@ -198,8 +199,8 @@ async fn run_ours(
     .redis_cpu(redis_cpu);
     m.client_cpu_s = client_cpu_s;
     m.rss_mb = peak_rss;
-    if check_with_node {
-        m.compat_checked = Some(check_completed_by_node(&queue, &name).await?);
+    if let Some(url) = check_with_node {
+        m.compat_checked = Some(check_completed_by_node(&queue, &name, url).await?);
     }
     queue.close().await?;
     redis_stats::delete_queue(admin, "bull", &name).await?;
@@ -208,7 +209,11 @@ async fn run_ours(
 
 /// Node BullMQ reads back up to 100 completed jobs (spread over the run) and must find each
 /// completed with a return value; returns "ok/checked".
-pub(crate) async fn check_completed_by_node(queue: &Queue, name: &str) -> Result<String> {
+pub(crate) async fn check_completed_by_node(
+    queue: &Queue,
+    name: &str,
+    redis_url: &str,
+) -> Result<String> {
     let counts = queue.get_job_counts().await?;
     let completed = counts.completed;
     ensure!(completed > 0, "{name}: no completed jobs to check");
@@ -226,7 +231,7 @@ pub(crate) async fn check_completed_by_node(queue: &Queue, name: &str) -> Result
     let reply = node::run(
         "readback.js",
         &json!({"queue": name, "ids": sample}),
-        &std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+        redis_url,
     )
     .await?;
     let checked = reply["checked"].as_u64().unwrap_or(0);

@@ -70,9 +70,35 @@ impl WorkerState {
         drop(myself.send_after(after, || internal(InternalMsg::Pump)));
     }
 
+    /// Whether the pending finishes should go out now. With nothing in flight they go on the
+    /// worker's next turn (after the finishes already in its mailbox joined them); a second
+    /// call in flight waits for a quarter of the slots' worth of finishes, so batches stay
+    /// large under load; closing, or with no job left running, they go at once.
+    fn finish_batch_due(&mut self, myself: &ActorRef<WorkerMsg>) -> bool {
+        let flush_now = std::mem::take(&mut self.flush_now);
+        if self.pending.is_empty() || self.inflight >= MAX_INFLIGHT {
+            return false;
+        }
+        if self.closing.is_some() || self.running.is_empty() {
+            return true;
+        }
+        if self.inflight > 0 {
+            return self.pending.len() >= (self.opts.concurrency / 4).max(1);
+        }
+        if flush_now {
+            return true;
+        }
+        if !self.flush_queued && myself.cast(internal(InternalMsg::Flush)).is_ok() {
+            self.flush_queued = true;
+            return false;
+        }
+        // The flush is already queued, or the mailbox is gone (stopping): nothing to wait for.
+        !self.flush_queued
+    }
+
     /// Starts the next Redis call: a finish batch (fetching for the free slots in the same
-    /// call) while fewer than [`MAX_INFLIGHT`] calls are out, else — with nothing in flight — a
-    /// fetch, or a blocking wait when the queue looked empty.
+    /// call) when [`Self::finish_batch_due`], else — with nothing in flight — a fetch, or a
+    /// blocking wait when the queue looked empty.
     pub(super) fn pump(&mut self, myself: &ActorRef<WorkerMsg>) {
         if let Some(until) = self.cooldown_until {
             if until > Instant::now() {
@@ -83,7 +109,7 @@ impl WorkerState {
         let now = Instant::now();
         let limited = self.limited_until.is_some_and(|until| until > now);
         let free = self.free_slots();
-        if !self.pending.is_empty() && self.inflight < MAX_INFLIGHT {
+        if self.finish_batch_due(myself) {
             let take = self.pending.len().min(self.opts.max_finish_batch);
             let batch: Vec<Pending> = self.pending.drain(..take).collect();
             // Like Node's moveToFinished, always look for more work in the same round trip:
@@ -109,6 +135,10 @@ impl WorkerState {
                     requested,
                 }));
             });
+            return;
+        }
+        if self.flush_queued {
+            // The finish batch of the next turn fetches for the free slots too.
             return;
         }
         if self.inflight > 0 || !self.may_fetch() || free == 0 {
@@ -192,6 +222,10 @@ impl WorkerState {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             InternalMsg::Pump => {}
+            InternalMsg::Flush => {
+                self.flush_queued = false;
+                self.flush_now = true;
+            }
             InternalMsg::Fetched {
                 result,
                 requested,

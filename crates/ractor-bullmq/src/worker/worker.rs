@@ -88,6 +88,9 @@ impl Internal {
 #[derive(Debug)]
 pub(super) enum InternalMsg {
     Pump,
+    /// Sent by the worker to itself: finishes reported before it are in `pending` now, so the
+    /// next finish batch collects all of them (batching without a timer).
+    Flush,
     Fetched {
         result: StoreResult<Fetched>,
         requested: u32,
@@ -221,6 +224,10 @@ pub struct WorkerState {
     pub(super) timers: Vec<JoinHandle<()>>,
     pub(super) token_prefix: String,
     pub(super) token_seq: u64,
+    /// A [`InternalMsg::Flush`] is in the mailbox.
+    pub(super) flush_queued: bool,
+    /// Handling that flush: send the pending finishes now.
+    pub(super) flush_now: bool,
 }
 
 /// The Worker actor (see the [module docs](self)). Spawn it with [`Worker::spawn`], or link it
@@ -311,6 +318,8 @@ impl Actor for Worker {
             timers,
             token_prefix,
             token_seq: 0,
+            flush_queued: false,
+            flush_now: false,
             opts,
         })
     }
