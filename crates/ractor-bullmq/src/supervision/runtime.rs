@@ -163,6 +163,8 @@ pub struct Runtime {
     worker_shutdown: Duration,
     force_at: ForceDeadline,
     next_id: Arc<AtomicU64>,
+    /// QueueEvents started through this runtime: their subscriptions end at shutdown.
+    queue_events: Arc<std::sync::Mutex<Vec<QueueEventsHandle>>>,
 }
 
 impl Runtime {
@@ -210,6 +212,7 @@ impl Runtime {
             worker_shutdown: options.worker_shutdown,
             force_at: ForceDeadline::default(),
             next_id: Arc::new(AtomicU64::new(1)),
+            queue_events: Arc::default(),
         })
     }
 
@@ -367,7 +370,11 @@ impl Runtime {
         );
         self.start_child_under(Branch::QueueEvents, args.child_spec(id))
             .await?;
-        Ok(QueueEventsHandle::from_args(&args))
+        let handle = QueueEventsHandle::from_args(&args);
+        if let Ok(mut started) = self.queue_events.lock() {
+            started.push(handle.clone());
+        }
+        Ok(handle)
     }
 
     /// Starts a WorkerManager for `queue` under the root (child id `manager:<prefix>`), whose
@@ -446,7 +453,8 @@ impl Runtime {
     ///    most 5 s) cancel them: they are left to stalled recovery;
     /// 4. after `timeout` whatever is left is killed.
     ///
-    /// Each Worker closes its own connections as it stops.
+    /// Each Worker closes its own connections as it stops; the subscriptions of QueueEvents
+    /// started with [`Runtime::start_queue_events`] end.
     ///
     /// # Errors
     ///
@@ -466,6 +474,16 @@ impl Runtime {
             }
         }
         let result = self.root.shutdown(timeout).await;
+        // The readers are stopped; end their subscriptions too (a supervisor's stop keeps them
+        // for the restart that will not come).
+        let started = self
+            .queue_events
+            .lock()
+            .map(|mut started| std::mem::take(&mut *started))
+            .unwrap_or_default();
+        for handle in started {
+            handle.close().await;
+        }
         tracing::info!(runtime = %self.name, ok = result.is_ok(), "runtime stopped");
         result
     }
