@@ -338,6 +338,11 @@ impl Actor for Worker {
         if let Some(lm) = state.lock_manager.take() {
             lm.stop(None);
         }
+        // A graceful close has closed the store already; a crashed or stopped Worker has not,
+        // and its connections would outlive it (its supervisor's restart opens new ones).
+        if state.closing.is_none() {
+            state.store.close().await;
+        }
         Ok(())
     }
 
