@@ -7,8 +7,9 @@
 //! until a stop event, and the per-job sequences of (event, arguments as Node's QueueEvents
 //! emitted them) must be equal, absolute times aside. The catalogue covered: added, waiting,
 //! delayed, active, progress, completed (return values parsed), failed, retries-exhausted,
-//! stalled, drained. (Our QueueEvents receiving the same catalogue from a Node Worker, and
-//! the admin events, are in `queue_events_node.rs`.)
+//! stalled, drained. Our QueueEvents listens alongside and must receive, typed, exactly what
+//! Node's received from both workers. (The admin, deduplication and stalled events written by
+//! Node and received by our QueueEvents are in `queue_events_node.rs`.)
 
 mod common;
 mod queue_events_support;
@@ -19,7 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use common::*;
-use ractor_bullmq::{WorkerCallbacks, WorkerOptions};
+use ractor_bullmq::protocol::events::{Event, StreamEvent};
+use ractor_bullmq::{QueueEventsHandle, WorkerCallbacks, WorkerOptions};
 use scale_common::*;
 use serde_json::{json, Value};
 use worker_common::*;
@@ -82,6 +84,79 @@ fn per_job(heard: &[Value]) -> BTreeMap<String, Vec<String>> {
     map
 }
 
+/// Our QueueEvents, reading `queue` from its start, with a subscription taken before reading.
+async fn our_listener(
+    queue: &str,
+) -> anyhow::Result<(QueueEventsHandle, tokio::sync::mpsc::Receiver<StreamEvent>)> {
+    let events = QueueEventsHandle::start(
+        queue_events_support::options(queue, "0")
+            .autorun(false)
+            .subscriber_buffer(100_000),
+    )
+    .await?;
+    let rx = events.subscribe_stream();
+    events.run().await?;
+    Ok((events, rx))
+}
+
+/// Everything our QueueEvents received up to the stop event.
+async fn our_events_until_stop(
+    events: QueueEventsHandle,
+    mut rx: tokio::sync::mpsc::Receiver<StreamEvent>,
+) -> anyhow::Result<Vec<StreamEvent>> {
+    let mut out = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .map_err(|_| anyhow::anyhow!("no stop event after {} events", out.len()))?
+            .ok_or_else(|| anyhow::anyhow!("subscription ended after {} events", out.len()))?;
+        if matches!(&event.event, Event::Custom { name, .. } if name == STOP_EVENT) {
+            break;
+        }
+        out.push(event);
+    }
+    events.close().await;
+    Ok(out)
+}
+
+/// Our QueueEvents received the events Node's did, in the same order, every one typed, with
+/// field values equal to the arguments Node's QueueEvents emitted (which parses progress data,
+/// return values and delays; we compare those parsed).
+fn assert_ours_match_node(ours: &[StreamEvent], node: &[Value]) {
+    let our_ids: Vec<&str> = ours.iter().map(|e| e.id.as_str()).collect();
+    let node_ids: Vec<&str> = node.iter().filter_map(|e| e["id"].as_str()).collect();
+    assert_eq!(our_ids, node_ids, "same events in the same order");
+    for (our, theirs) in ours.iter().zip(node) {
+        assert!(
+            !matches!(our.event, Event::Custom { .. }),
+            "untyped: {our:?}"
+        );
+        let fields = our.event.to_fields();
+        assert_eq!(fields[0].1, theirs["event"], "event {}", our.id);
+        for (key, value) in &fields[1..] {
+            let expected = &theirs["args"][key.as_str()];
+            // The fields Node's QueueEvents parses (JSON.parse / Number) before emitting.
+            let parsed = matches!(
+                (fields[0].1.as_str(), key.as_str()),
+                ("progress", "data") | ("completed", "returnvalue") | ("delayed", "delay")
+            );
+            let same = if parsed {
+                serde_json::from_str::<Value>(value).ok().as_ref() == Some(expected)
+            } else {
+                expected.as_str() == Some(value.as_str())
+            };
+            assert!(
+                same,
+                "event {} field {key}: ours {value:?}, Node {expected}",
+                our.id
+            );
+        }
+        if let Some(args) = theirs["args"].as_object() {
+            assert_eq!(args.len(), fields.len() - 1, "event {} field count", our.id);
+        }
+    }
+}
+
 fn names(heard: &[Value]) -> BTreeSet<String> {
     heard
         .iter()
@@ -117,6 +192,7 @@ async fn node_queue_events_hear_the_same_from_our_worker_as_from_a_node_worker(
     // A: Node workers.
     let node_queue = unique_queue("qe-cat-node");
     let listener = listen(&node_queue);
+    let (ours_on_node, ours_rx_on_node) = our_listener(&node_queue).await?;
     run_node(
         "add_jobs.js",
         &json!({"queue": node_queue, "bulk": true, "jobs": jobs}),
@@ -130,10 +206,12 @@ async fn node_queue_events_hear_the_same_from_our_worker_as_from_a_node_worker(
     assert_eq!(report["stoppedBy"], "idle", "{report}");
     wait_drained(&node_queue).await?;
     let from_node = stop_listening(&node_queue, listener).await?;
+    let ours_from_node = our_events_until_stop(ours_on_node, ours_rx_on_node).await?;
 
     // B: ours.
     let rust_queue = unique_queue("qe-cat-rust");
     let listener = listen(&rust_queue);
+    let (ours_on_rust, ours_rx_on_rust) = our_listener(&rust_queue).await?;
     run_node(
         "add_jobs.js",
         &json!({"queue": rust_queue, "bulk": true, "jobs": jobs}),
@@ -149,8 +227,12 @@ async fn node_queue_events_hear_the_same_from_our_worker_as_from_a_node_worker(
     wait_drained(&rust_queue).await?;
     worker.close().await?;
     let from_rust = stop_listening(&rust_queue, listener).await?;
+    let ours_from_rust = our_events_until_stop(ours_on_rust, ours_rx_on_rust).await?;
 
     assert_same_per_job(&from_node, &from_rust);
+    // Our QueueEvents heard exactly what Node's did, from either worker.
+    assert_ours_match_node(&ours_from_node, &from_node);
+    assert_ours_match_node(&ours_from_rust, &from_rust);
     let catalogue = [
         "added",
         "waiting",
