@@ -110,7 +110,10 @@ async fn graceful_shutdown_finishes_active_jobs_and_closes_connections() -> anyh
     let counts = queue.get_job_counts().await?;
     assert_eq!(counts.active, 0, "{counts:?}");
     assert_eq!(counts.failed, 0, "{counts:?}");
-    assert!(counts.completed >= 8, "the running jobs finished: {counts:?}");
+    assert!(
+        counts.completed >= 8,
+        "the running jobs finished: {counts:?}"
+    );
     assert_eq!(counts.completed + counts.waiting, 20, "{counts:?}");
     eventually("every connection of ours to be closed", LONG, || async {
         named_clients(&name).await.is_ok_and(|c| c.is_empty())
@@ -126,7 +129,8 @@ async fn graceful_shutdown_finishes_active_jobs_and_closes_connections() -> anyh
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bounded_shutdown_cancels_long_jobs_which_stalled_recovery_completes() -> anyhow::Result<()> {
+async fn bounded_shutdown_cancels_long_jobs_which_stalled_recovery_completes() -> anyhow::Result<()>
+{
     let name = unique_queue("rt-bounded");
     let queue = open_queue(&name).await?;
     let connection = ConnectionConfig::from_url(&redis_url())?;
@@ -153,7 +157,11 @@ async fn bounded_shutdown_cancels_long_jobs_which_stalled_recovery_completes() -
     let started = Instant::now();
     runtime.shutdown(Duration::from_secs(3)).await?;
     // Bounded by the timeout (generous margin: this is a bound, not a speed check).
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(queue.get_job_counts().await?.completed, 0);
 
     // Another runtime's worker recovers the cancelled jobs once their locks expire.
@@ -162,9 +170,11 @@ async fn bounded_shutdown_cancels_long_jobs_which_stalled_recovery_completes() -
     second
         .start_worker(&name, processor(0, slow, running), options)
         .await?;
-    eventually("the 3 jobs to complete after stalled recovery", LONG, || async {
-        queue.get_job_counts().await.is_ok_and(|c| c.completed == 3)
-    })
+    eventually(
+        "the 3 jobs to complete after stalled recovery",
+        LONG,
+        || async { queue.get_job_counts().await.is_ok_and(|c| c.completed == 3) },
+    )
     .await?;
     second.shutdown(Duration::from_secs(30)).await?;
     queue.close().await?;

@@ -70,7 +70,12 @@ impl Probe {
     }
 
     fn completed_twice(&self) -> usize {
-        self.completed.lock().unwrap().values().filter(|n| **n > 1).count()
+        self.completed
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|n| **n > 1)
+            .count()
     }
 }
 
@@ -129,21 +134,33 @@ async fn scale_up_and_graceful_scale_down_let_active_jobs_finish() -> anyhow::Re
     })
     .await?;
     let counts = queue.get_job_counts().await?;
-    assert_eq!((counts.failed, counts.active, counts.waiting), (0, 0, 0), "{counts:?}");
+    assert_eq!(
+        (counts.failed, counts.active, counts.waiting),
+        (0, 0, 0),
+        "{counts:?}"
+    );
     // Each job ran once: none was cancelled and re-run after stalled recovery.
     assert_eq!(probe.started.load(Ordering::SeqCst), 8);
     assert_eq!(probe.completed_twice(), 0);
-    eventually("the stopped workers to leave the supervisor", LONG, || async {
-        runtime
-            .worker_supervisor()
-            .expect("running")
-            .which_children()
-            .await
-            .is_ok_and(|c| c.len() == 2)
-    })
+    eventually(
+        "the stopped workers to leave the supervisor",
+        LONG,
+        || async {
+            runtime
+                .worker_supervisor()
+                .expect("running")
+                .which_children()
+                .await
+                .is_ok_and(|c| c.len() == 2)
+        },
+    )
     .await?;
     if node_available() {
-        assert_eq!(node_workers(&name).await?, 2, "Node getWorkers after scale down");
+        assert_eq!(
+            node_workers(&name).await?,
+            2,
+            "Node getWorkers after scale down"
+        );
     }
 
     runtime.shutdown(Duration::from_secs(30)).await?;
@@ -152,7 +169,8 @@ async fn scale_up_and_graceful_scale_down_let_active_jobs_finish() -> anyhow::Re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forced_scale_down_leaves_jobs_to_stalled_recovery_and_none_is_lost() -> anyhow::Result<()> {
+async fn forced_scale_down_leaves_jobs_to_stalled_recovery_and_none_is_lost() -> anyhow::Result<()>
+{
     let name = unique_queue("mgr-force");
     let queue = open_queue(&name).await?;
     let runtime = start_runtime().await?;
@@ -218,12 +236,17 @@ async fn autoscale_follows_queue_length_within_bounds() -> anyhow::Result<()> {
     .await?;
 
     add_jobs(&queue, 400).await?;
-    eventually("a long queue to be served by the maximum, 4", LONG, || async {
-        manager.worker_count().await.is_ok_and(|n| n == 4)
-    })
+    eventually(
+        "a long queue to be served by the maximum, 4",
+        LONG,
+        || async { manager.worker_count().await.is_ok_and(|n| n == 4) },
+    )
     .await?;
     eventually("the queue to drain", LONG, || async {
-        queue.get_job_counts().await.is_ok_and(|c| c.completed == 400)
+        queue
+            .get_job_counts()
+            .await
+            .is_ok_and(|c| c.completed == 400)
     })
     .await?;
     eventually("back to 1 worker once drained", LONG, || async {
