@@ -255,3 +255,57 @@ async fn get_metrics_matches_node() -> anyhow::Result<()> {
     queue.close().await?;
     cleanup(&name).await
 }
+
+/// Waits started before, during and after processing, with many jobs finishing at once: every
+/// wait ends with its own job's result and none misses its event (the race a wait that checked
+/// the state before subscribing would lose).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_started_at_any_moment_never_miss_the_finish() -> anyhow::Result<()> {
+    const JOBS: usize = 300;
+    let name = unique_queue("wait-race");
+    let queue = open_queue(&name).await?;
+    let events = events_for(&name).await?;
+    let jobs: Vec<_> = (0..JOBS)
+        .map(|i| {
+            let data = if i % 10 == 0 {
+                json!({"fail": format!("no {i}")})
+            } else {
+                json!({"returnValue": i, "sleepMs": i % 7})
+            };
+            (format!("r{i}"), data, JobOptions::new())
+        })
+        .collect();
+    let added = queue.add_bulk(jobs).await?;
+    let worker = spawn_worker(
+        &name,
+        WorkerOptions::new().concurrency(50),
+        WorkerCallbacks::new(),
+    )
+    .await?;
+    // Start the waits spread over the processing: early ones wait for events, late ones find
+    // the job finished, the ones in between race the worker.
+    let mut waits = tokio::task::JoinSet::new();
+    for (i, job) in added.into_iter().enumerate() {
+        let (queue, events) = (queue.clone(), events.clone());
+        waits.spawn(async move {
+            tokio::time::sleep(Duration::from_millis((i % 50) as u64 * 5)).await;
+            (i, job.wait_until_finished(&queue, &events, WAIT).await)
+        });
+    }
+    let mut seen = 0;
+    while let Some(joined) = waits.join_next().await {
+        let (i, outcome) = joined?;
+        let expected = if i % 10 == 0 {
+            JobFinished::Failed(format!("no {i}"))
+        } else {
+            JobFinished::Completed(json!(i))
+        };
+        assert_eq!(outcome?, expected, "job {i}");
+        seen += 1;
+    }
+    assert_eq!(seen, JOBS);
+    worker.close().await?;
+    events.close().await;
+    queue.close().await?;
+    cleanup(&name).await
+}
