@@ -87,7 +87,7 @@ pub(crate) fn classify(ended: Ended, cancelled: Option<CancelReason>) -> JobOutc
             if let Some(e) = error.downcast_ref::<UnrecoverableError>() {
                 JobOutcome::Unrecoverable {
                     reason: e.0.clone(),
-                    trace: format!("UnrecoverableError: {error:?}"),
+                    trace: error_trace("UnrecoverableError", &error),
                 }
             } else if let Some(e) = error.downcast_ref::<DelayedError>() {
                 JobOutcome::Delayed(e.delay)
@@ -96,7 +96,7 @@ pub(crate) fn classify(ended: Ended, cancelled: Option<CancelReason>) -> JobOutc
             } else {
                 JobOutcome::Failed {
                     reason: error.to_string(),
-                    trace: format!("{error:?}"),
+                    trace: error_trace("Error", &error),
                 }
             }
         }
@@ -119,6 +119,19 @@ pub(crate) fn retention(job: Option<&KeepJobs>, worker: Option<&KeepJobs>) -> Re
             *limit,
         ),
     }
+}
+
+/// The `stacktrace` entry of a processor error: its message and cause chain, one per line, in
+/// the `Kind: message` shape of Node's `err.stack`. The captured backtrace (present when
+/// `RUST_BACKTRACE` is set) is left out on purpose: it runs to kilobytes per attempt, is stored in
+/// every job hash and names async-runtime frames rather than the caller's code.
+fn error_trace(kind: &str, error: &anyhow::Error) -> String {
+    let mut trace = format!("{kind}: {error}");
+    for cause in error.chain().skip(1) {
+        trace.push_str("\n    caused by: ");
+        trace.push_str(&cause.to_string());
+    }
+    trace
 }
 
 /// The job's stacktrace after this failure: the previous traces plus `trace`, trimmed to the
@@ -249,6 +262,13 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         Job::decode("q", "1", &fields).expect("valid job")
+    }
+
+    #[test]
+    fn error_trace_keeps_the_cause_chain_and_no_backtrace() {
+        let error = anyhow::anyhow!("disk full").context("writing the invoice");
+        let trace = error_trace("Error", &error);
+        assert_eq!(trace, "Error: writing the invoice\n    caused by: disk full");
     }
 
     #[test]
