@@ -213,7 +213,7 @@ async fn panic_in_processor_fails_the_job_and_never_restarts_the_worker() -> any
     let mut events = runtime.subscribe();
     let processor = |job: Job, _ctx: JobContext| async move {
         let i = job.data_value()["i"].as_u64().unwrap_or_default();
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             panic!("injected panic for job {i}");
         }
         Ok(json!(i))

@@ -100,7 +100,7 @@ impl SupervisorRef {
     ///
     /// [`SupervisionError::NotRunning`] when no running actor has that name.
     pub fn lookup(name: &str) -> Result<Self, SupervisionError> {
-        ActorRef::<SupervisorMsg>::where_is(name.to_owned())
+        ActorRef::<SupervisorMsg>::where_is(name)
             .filter(|a| a.get_status() < ractor::ActorStatus::Stopping)
             .map(Self::new)
             .ok_or_else(|| SupervisionError::NotRunning(name.to_owned()))
