@@ -8,7 +8,7 @@
 //!
 //! # async fn demo() -> anyhow::Result<()> {
 //! let runtime = Runtime::start(RuntimeOptions::default()).await?;
-//! let processor = |job: Job, _ctx: JobContext| async move { Ok(job.data_value()) };
+//! let processor = |job: Job, _ctx: JobContext| async move { Ok(job.data_value().clone()) };
 //! let manager = runtime
 //!     .worker_manager(
 //!         "emails",

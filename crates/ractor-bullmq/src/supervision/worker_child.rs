@@ -61,7 +61,7 @@ impl ForceDeadline {
 /// let spec = WorkerSpec::new(
 ///     ConnectionConfig::from_env()?,
 ///     "emails",
-///     |job: Job, _ctx: JobContext| async move { Ok(job.data_value()) },
+///     |job: Job, _ctx: JobContext| async move { Ok(job.data_value().clone()) },
 ///     WorkerOptions::new().concurrency(10),
 /// );
 /// workers.start_child(spec.child_spec("emails#1")).await?;
