@@ -261,3 +261,59 @@ async fn autoscale_follows_queue_length_within_bounds() -> anyhow::Result<()> {
     queue.close().await?;
     cleanup(&name).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_manager_adopts_its_running_workers() -> anyhow::Result<()> {
+    let name = unique_queue("mgr-crash");
+    let runtime = start_runtime().await?;
+    let probe = Probe::default();
+    let manager = runtime
+        .worker_manager(
+            &name,
+            probe.processor(10),
+            WorkerOptions::new(),
+            WorkerManagerOptions::new().workers(3),
+        )
+        .await?;
+    assert_eq!(manager.worker_count().await?, 3);
+    let before: Vec<_> = runtime
+        .worker_supervisor()?
+        .which_children()
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.cell.map(|x| x.get_id())))
+        .collect();
+
+    // The fault: the manager actor stops with an error; the root restarts it.
+    let old = manager.actor().await?;
+    old.stop(Some("injected manager fault".to_owned()));
+    eventually("a new manager incarnation", LONG, || async {
+        manager
+            .actor()
+            .await
+            .is_ok_and(|a| a.get_id() != old.get_id())
+    })
+    .await?;
+    // It adopted the same three Workers (same ids, same actors) rather than starting more.
+    assert_eq!(manager.worker_count().await?, 3);
+    let after: Vec<_> = runtime
+        .worker_supervisor()?
+        .which_children()
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.cell.map(|x| x.get_id())))
+        .collect();
+    assert_eq!(before, after);
+    // And numbering continues after them.
+    assert_eq!(manager.scale_up(1).await?, 4);
+    let ids: Vec<String> = manager
+        .workers()
+        .await?
+        .iter()
+        .map(|w| w.id().to_owned())
+        .collect();
+    assert_eq!(ids.last(), Some(&format!("{name}#4")));
+
+    runtime.shutdown(Duration::from_secs(30)).await?;
+    cleanup(&name).await
+}
