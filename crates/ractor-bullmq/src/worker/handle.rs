@@ -129,16 +129,23 @@ impl WorkerHandle {
     async fn close_with(&self, force: bool) -> Result<CloseReport, WorkerError> {
         let report = ractor::call!(self.actor, |reply| WorkerMsg::Close { force, reply })
             .map_err(|_| WorkerError::NotRunning)?;
-        if let Some(join) = self.join.lock().await.take() {
-            let _ = join.await;
-        }
+        self.wait().await;
         Ok(report)
     }
 
     /// Waits until the worker actor has stopped (closed, or crashed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the actor's join handle is only released once the actor has stopped, so a
+    /// `wait` dropped by a `select!` leaves later `wait`/`close` calls able to wait again.
     pub async fn wait(&self) {
-        if let Some(join) = self.join.lock().await.take() {
-            let _ = join.await;
+        // The lock is held across the await on purpose: concurrent waiters queue behind the
+        // first and then find the handle gone, i.e. the actor already stopped.
+        let mut join = self.join.lock().await;
+        if let Some(handle) = join.as_mut() {
+            let _ = handle.await;
+            *join = None;
         }
     }
 }
