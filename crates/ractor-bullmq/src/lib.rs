@@ -23,6 +23,7 @@ pub use events::{
 };
 pub use job::Job;
 pub use job_wait::{JobFinished, WaitError};
+pub use telemetry::{Metrics, MetricsKind};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
 pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
 pub use supervision::{Runtime, RuntimeEvent, RuntimeOptions, SupervisedWorker};
