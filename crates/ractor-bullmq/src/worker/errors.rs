@@ -45,12 +45,14 @@ impl DelayedError {
 }
 
 /// Return this from a processor when an upstream service rate-limited you: the job goes back
-/// to the front of the wait list and the whole queue is rate-limited for `ttl` (Node:
-/// `worker.rateLimit(ttl)` then `throw Worker.RateLimitError()`).
+/// to the front of the wait list and the queue's `limiter` key is set for `ttl` (Node:
+/// `worker.rateLimit(ttl)` then `throw Worker.RateLimitError()`). As in Node, the key holds back
+/// this worker and every worker — in any language — that runs with a `limiter`; workers without
+/// a limiter do not consult it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("rate limited for {ttl:?}")]
 pub struct RateLimitError {
-    /// How long the queue stays rate-limited.
+    /// How long the queue's limiter key holds rate-limited workers back.
     pub ttl: Duration,
 }
 
