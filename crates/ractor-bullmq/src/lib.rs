@@ -23,10 +23,10 @@ pub use events::{
 };
 pub use job::Job;
 pub use job_wait::{JobFinished, WaitError};
-pub use telemetry::{Metrics, MetricsKind};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
 pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
 pub use supervision::{Runtime, RuntimeEvent, RuntimeOptions, SupervisedWorker};
+pub use telemetry::{Metrics, MetricsKind};
 pub use worker::{
     DelayedError, JobContext, RateLimitError, UnrecoverableError, Worker, WorkerArgs,
     WorkerCallbacks, WorkerHandle, WorkerOptions,
