@@ -10,6 +10,9 @@
       "retry"     value, stacktrace, lifo: back to wait / prioritized now (`waiting` event)
       "delay"     value?, stacktrace?, delay (ms), skipAttempt: to `delayed` (`delayed` event)
       "limit"     ttl (ms): back to the front of wait, queue rate-limited for ttl ms
+    and optional facts the worker read when it fetched the job, which spare reads here:
+      atm  the job's attempts made after this one (completed / failed): set, not incremented
+      np   true when the job has no parent (no flow bookkeeping to look up)
 
   keep.count: -1 keep all, 0 delete the job, n keep the newest n; keep.age in seconds.
 
@@ -20,6 +23,8 @@
 ]]
 local req = cjson.decode(ARGV[2])
 local now = tonumber(req.now)
+-- Formatted once: numbers passed to redis.call are formatted with a slow "%.14g" each time.
+local nowText = string.format("%d", now)
 local metricsMax = tonumber(req.metricsMax) or 0
 local codes = {}
 local finishedAny = false
@@ -34,33 +39,52 @@ local function saveFailure(jobKey, item)
   end
 end
 
+-- Jobs whose lock this call released; removed from `stalled` in one SREM after the items.
+local unlocked = {}
+
 local function finish(item)
   local jobId = item.id
   local jobKey = queueBase .. jobId
-  if rcall("EXISTS", jobKey) == 0 then return -1 end
+  local lockKey = jobKey .. ":lock"
+  -- The lock first: when it holds our token the job exists (a job is never deleted while
+  -- locked), so the usual case needs no EXISTS.
+  local current = rcall("GET", lockKey)
+  if current ~= item.token then
+    if rcall("EXISTS", jobKey) == 0 then return -1 end
+    if current then return -6 end
+    return -2
+  end
   if item.kind == "completed" and rcall("SCARD", jobKey .. ":dependencies") > 0 then return -4 end
-  local released = wReleaseLock(jobId, item.token)
-  if released < 0 then return released end
-  if rcall("LREM", K.active, -1, jobId) < 1 then return -3 end
+  rcall("DEL", lockKey)
+  unlocked[#unlocked + 1] = jobId
+  if rcall("LREM", K.active, "-1", jobId) < 1 then return -3 end
 
   if item.kind == "completed" or item.kind == "failed" then
     finishedAny = true
     local completed = item.kind == "completed"
     if not completed then saveFailure(jobKey, item) end
     -- Flows: tell the parent before this job's own state changes (as other clients order it).
-    if completed then
+    if item.np then
+      -- No parent: nothing to tell.
+    elseif completed then
       wChildCompleted(jobKey, item.value, now)
     else
       wChildFailed(jobKey, item.value, now)
     end
-    local attemptsMade = rcall("HINCRBY", jobKey, "atm", 1)
+    local attemptsMade = tonumber(item.atm)
+    if not attemptsMade then attemptsMade = rcall("HINCRBY", jobKey, "atm", 1) end
     local field = completed and "returnvalue" or "failedReason"
     local setKey = completed and K.completed or K.failed
     local keep = item.keep or {}
     local keepCount = tonumber(keep.count) or -1
     if keepCount ~= 0 then
-      rcall("ZADD", setKey, now, jobId)
-      rcall("HSET", jobKey, field, item.value, "finishedOn", now)
+      rcall("ZADD", setKey, nowText, jobId)
+      if item.atm then
+        rcall("HSET", jobKey, field, item.value, "finishedOn", nowText, "atm",
+              string.format("%d", attemptsMade))
+      else
+        rcall("HSET", jobKey, field, item.value, "finishedOn", nowText)
+      end
       if not completed then rcall("HDEL", jobKey, "defa") end
       if keep.age ~= nil and keep.age ~= cjson.null then
         wTrimByAge(setKey, now, tonumber(keep.age), tonumber(keep.limit) or 1000)
@@ -114,6 +138,9 @@ end
 
 for i, item in ipairs(req.items) do
   codes[i] = finish(item)
+end
+for first = 1, #unlocked, 5000 do
+  rcall("SREM", K.stalled, unpack(unlocked, first, math.min(first + 4999, #unlocked)))
 end
 
 local fetched = { {}, 0, 0, 0 }

@@ -95,19 +95,6 @@ local function wEnqueueReady(jobId, push, gated)
   if not gated then wSignalReady() end
 end
 
--- Checks and releases the lock a worker holds on a job. 0 ok, -2 no lock, -6 someone else's.
-local function wReleaseLock(jobId, token)
-  local lockKey = queueBase .. jobId .. ":lock"
-  local current = rcall("GET", lockKey)
-  if current == token then
-    rcall("DEL", lockKey)
-    rcall("SREM", K.stalled, jobId)
-    return 0
-  end
-  if current then return -6 end
-  return -2
-end
-
 -- Deletes a job hash and its satellite keys.
 local function wDeleteJob(jobId)
   local jobKey = queueBase .. jobId

@@ -50,6 +50,10 @@ end
 
 local function wFetch(f)
   local now = tonumber(f.now)
+  -- Numbers handed to redis.call are formatted with "%.14g" on every call, which is slow for
+  -- 13-digit timestamps: format the per-call constants once, as integers.
+  local nowText = string.format("%d", now)
+  local lockTtl = string.format("%d", f.lockDuration)
   local gated, room, metaMax, metaDuration = wQueueGates()
   wPromoteDelayed(now, gated)
 
@@ -85,15 +89,15 @@ local function wFetch(f)
       end
     end
 
-    local token = f.tokenPrefix .. ":" .. (f.tokenSeq + taken - 1)
-    rcall("SET", jobKey .. ":lock", token, "PX", f.lockDuration)
+    local token = f.tokenPrefix .. ":" .. string.format("%d", f.tokenSeq + taken - 1)
+    rcall("SET", jobKey .. ":lock", token, "PX", lockTtl)
     rcall("XADD", K.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")
     if f.name and f.name ~= "" then
-      rcall("HSET", jobKey, "processedOn", now, "pb", f.name)
+      rcall("HSET", jobKey, "processedOn", nowText, "pb", f.name)
     else
-      rcall("HSET", jobKey, "processedOn", now)
+      rcall("HSET", jobKey, "processedOn", nowText)
     end
-    rcall("HINCRBY", jobKey, "ats", 1)
+    rcall("HINCRBY", jobKey, "ats", "1")
     jobs[#jobs + 1] = jobId
     jobs[#jobs + 1] = token
     jobs[#jobs + 1] = rcall("HGETALL", jobKey)

@@ -111,6 +111,27 @@ pub enum FinishAction {
     },
 }
 
+/// What the worker read about a job when it fetched it. Each known fact spares the finish
+/// script a read; unknown facts (the default) are read from Redis as usual.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct JobFacts {
+    /// The job's `atm` (attempts made) when it was fetched.
+    pub attempts_made: Option<u32>,
+    /// Whether the job has a parent (`parentKey` / `parent` in its hash).
+    pub has_parent: Option<bool>,
+}
+
+impl JobFacts {
+    /// Facts read from the job's hash at fetch time.
+    pub fn new(attempts_made: u32, has_parent: bool) -> Self {
+        Self {
+            attempts_made: Some(attempts_made),
+            has_parent: Some(has_parent),
+        }
+    }
+}
+
 /// One job to finish.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finish {
@@ -120,6 +141,8 @@ pub struct Finish {
     pub token: String,
     /// What to do.
     pub action: FinishAction,
+    /// What the worker knows about the job (lets the script skip reads).
+    pub facts: JobFacts,
 }
 
 /// Result of one [`Finish`].
@@ -210,6 +233,10 @@ struct WireItem<'a> {
     skip_attempt: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     ttl: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    atm: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    np: bool,
 }
 
 #[derive(Serialize)]
@@ -248,10 +275,17 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
         delay: None,
         skip_attempt: false,
         ttl: None,
+        atm: None,
+        np: finish.facts.has_parent == Some(false),
     };
+    let next_attempts = finish
+        .facts
+        .attempts_made
+        .map(|made| made.saturating_add(1));
     match &finish.action {
         FinishAction::Complete { returnvalue, keep } => {
             item.kind = "completed";
+            item.atm = next_attempts;
             item.value = Some(returnvalue);
             item.keep = Some(wire_keep(*keep));
         }
@@ -262,6 +296,7 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
             keep,
         } => {
             item.kind = "failed";
+            item.atm = next_attempts;
             item.value = Some(reason);
             item.stacktrace = stacktrace.as_deref();
             item.attempts = Some(*attempts);

@@ -15,7 +15,9 @@ mod scripts;
 
 pub use blocking::wait_for_marker;
 pub use fetch::{fetch_batch, FetchRequest, Fetched, FetchedJob};
-pub use finish::{finish_batch, Finish, FinishAction, FinishCode, FinishReply, Retention};
+pub use finish::{
+    finish_batch, Finish, FinishAction, FinishCode, FinishReply, JobFacts, Retention,
+};
 pub use job_updates::{add_log, update_data, update_progress};
 pub use locks::{extend_locks, move_stalled};
 

@@ -19,7 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use bullmq_redis::worker::{
-    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, Retention,
+    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobFacts,
+    Retention,
 };
 pub use redis::RedisStore;
 pub use traced::Traced;
@@ -105,6 +106,7 @@ pub trait Store: Send + Sync + 'static {
                 stacktrace: None,
                 skip_attempt: true,
             },
+            facts: JobFacts::default(),
         };
         let reply = self.finish_batch(&[finish], None).await?;
         reply

@@ -15,7 +15,9 @@ use super::worker::{
     internal, CloseReport, InternalMsg, Pending, RunningJob, WorkerMsg, WorkerState,
 };
 use super::Job;
-use crate::store::{now_ms, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, StoreError};
+use crate::store::{
+    now_ms, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, JobFacts, StoreError,
+};
 
 /// Longest pause after repeated Redis errors.
 const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(5);
@@ -381,6 +383,7 @@ impl WorkerState {
                         attempts: 0,
                         keep: Default::default(),
                     },
+                    facts: JobFacts::default(),
                 };
                 self.pending.push(Pending {
                     finish,
@@ -468,6 +471,10 @@ impl WorkerState {
                     job_id: job.id().to_string(),
                     token,
                     action,
+                    facts: JobFacts::new(
+                        job.attempts_made(),
+                        job.parent_key().is_some() || job.parent().is_some(),
+                    ),
                 },
                 job: Some(job),
                 outcome,
