@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::callbacks::WorkerCallbacks;
 use super::outcome::CancelReason;
 use crate::store::{Store, StoreResult};
+use crate::telemetry::{self, JobTelemetry};
 
 /// Handed to the processor with its job: progress, logs, data updates, the attempt number and
 /// the job's cancellation token.
@@ -20,12 +21,14 @@ use crate::store::{Store, StoreResult};
 #[derive(Clone)]
 pub struct JobContext {
     job_id: String,
+    job_name: String,
     attempt: u32,
     keep_logs: Option<u64>,
     cancel: CancellationToken,
     reason: Arc<OnceLock<CancelReason>>,
     store: Arc<dyn Store>,
     callbacks: WorkerCallbacks,
+    worker: Arc<str>,
 }
 
 impl fmt::Debug for JobContext {
@@ -41,13 +44,17 @@ impl fmt::Debug for JobContext {
 impl JobContext {
     pub(crate) fn new(
         job_id: String,
+        job_name: String,
         attempt: u32,
         keep_logs: Option<u64>,
         store: Arc<dyn Store>,
         callbacks: WorkerCallbacks,
+        worker: Arc<str>,
     ) -> Self {
         Self {
             job_id,
+            job_name,
+            worker,
             attempt,
             keep_logs,
             cancel: CancellationToken::new(),
@@ -96,6 +103,10 @@ impl JobContext {
     pub async fn update_progress(&self, progress: impl Into<Value>) -> StoreResult<()> {
         let progress = progress.into();
         self.store.update_progress(&self.job_id, &progress).await?;
+        let jt = JobTelemetry::new(self.store.queue_name(), &self.job_id, &self.job_name)
+            .attempt(self.attempt)
+            .worker(&self.worker);
+        telemetry::job_progress(&jt, &progress);
         self.callbacks.progress(&self.job_id, &progress);
         Ok(())
     }

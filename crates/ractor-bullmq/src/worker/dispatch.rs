@@ -18,6 +18,7 @@ use super::Job;
 use crate::store::{
     now_ms, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, JobFacts, StoreError,
 };
+use crate::telemetry::{self, JobTelemetry};
 
 /// Longest pause after repeated Redis errors.
 const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(5);
@@ -320,6 +321,13 @@ impl WorkerState {
                 self.stalled_busy = false;
                 match result {
                     Ok(ids) => {
+                        let recovered = ids.len() as u64;
+                        telemetry::stalled_check(
+                            self.store.queue_name(),
+                            &self.label,
+                            recovered,
+                            0,
+                        );
                         for id in &ids {
                             tracing::info!(job_id = %id, "stalled job moved back to wait");
                             self.callbacks.stalled(id);
@@ -340,7 +348,14 @@ impl WorkerState {
         requested: u32,
     ) -> Vec<String> {
         if !fetched.rate_limited_for.is_zero() {
+            let was_limited = self
+                .limited_until
+                .is_some_and(|until| until > Instant::now());
             self.limited_until = Some(Instant::now() + fetched.rate_limited_for);
+            if !was_limited {
+                let queue = self.store.queue_name();
+                telemetry::rate_limit_hit(queue, &self.label, fetched.rate_limited_for);
+            }
         }
         tracing::trace!(requested, fetched = fetched.jobs.len(), next_delayed_at = ?fetched.next_delayed_at,
             rate_limited_for = ?fetched.rate_limited_for, "fetched");
@@ -350,6 +365,7 @@ impl WorkerState {
             if !self.drained {
                 self.drained = true;
                 self.callbacks.drained();
+                telemetry::queue_drained(self.store.queue_name());
             }
         } else {
             self.drained = false;
@@ -392,6 +408,7 @@ impl WorkerState {
                         trace: reason.clone(),
                         reason,
                     },
+                    duration: Duration::ZERO,
                 });
                 return;
             }
@@ -405,22 +422,29 @@ impl WorkerState {
         });
         if let Some(reason) = refusal {
             let trace = format!("UnrecoverableError: {reason}");
-            self.record_outcome(job, token, JobOutcome::Unrecoverable { reason, trace });
+            let outcome = JobOutcome::Unrecoverable { reason, trace };
+            self.record_outcome(job, token, outcome, Duration::ZERO);
             return;
         }
         let context = JobContext::new(
             id.clone(),
+            job.name().to_string(),
             job.attempts_made() + 1,
             job.opts().keep_logs,
             self.store.clone(),
             self.callbacks.clone(),
+            self.label.clone(),
         );
+        let jt = JobTelemetry::from_job(&job, &self.label);
+        let span = telemetry::process_span(&jt);
+        let active = telemetry::job_started(&jt, telemetry::wait_time(&job));
         self.callbacks.active(&job);
         let args = JobActorArgs {
             job: job.clone(),
             context: context.clone(),
             processor: self.processor.clone(),
             worker: myself.clone(),
+            span,
         };
         match Actor::spawn_linked(None, JobActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
@@ -437,12 +461,14 @@ impl WorkerState {
                         job,
                         token,
                         context,
+                        active,
                     },
                 );
             }
             Err(error) => {
                 let message = format!("could not start the job actor: {error}");
-                self.record_outcome(job, token, JobOutcome::Panicked { message });
+                let duration = active.elapsed();
+                self.record_outcome(job, token, JobOutcome::Panicked { message }, duration);
             }
         }
     }
@@ -457,11 +483,14 @@ impl WorkerState {
             });
         }
         let outcome = classify(ended, running.context.cancel_reason());
-        self.record_outcome(running.job, running.token, outcome);
+        let duration = running.active.elapsed();
+        // Dropping the guard ends the attempt in `bullmq_worker_active_jobs`.
+        drop(running.active);
+        self.record_outcome(running.job, running.token, outcome, duration);
     }
 
     /// Queues the Redis transition for a finished job (or notes it is left behind).
-    fn record_outcome(&mut self, job: Job, token: String, outcome: JobOutcome) {
+    fn record_outcome(&mut self, job: Job, token: String, outcome: JobOutcome, duration: Duration) {
         if let JobOutcome::RateLimited(ttl) = outcome {
             self.limited_until = Some(Instant::now() + ttl);
         }
@@ -478,6 +507,7 @@ impl WorkerState {
                 },
                 job: Some(job),
                 outcome,
+                duration,
             }),
             None => {
                 tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
@@ -494,6 +524,11 @@ impl WorkerState {
                 tracing::warn!(job_id = %id, ?code, "job could not be finished: lock lost or job moved");
                 continue;
             }
+            let jt = match &pending.job {
+                Some(job) => JobTelemetry::from_job(job, &self.label),
+                None => JobTelemetry::new(self.store.queue_name(), &id, "").worker(&self.label),
+            };
+            telemetry::job_finished(&jt, &pending.finish.action, pending.duration);
             match (&pending.finish.action, &pending.outcome) {
                 (FinishAction::Complete { .. }, JobOutcome::Completed(value)) => {
                     if let Some(job) = &pending.job {

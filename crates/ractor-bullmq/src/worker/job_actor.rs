@@ -31,6 +31,8 @@ pub(crate) struct JobActorArgs {
     pub(crate) context: JobContext,
     pub(crate) processor: Arc<dyn Processor>,
     pub(crate) worker: ActorRef<WorkerMsg>,
+    /// The attempt's `bullmq.worker.process` span; the processor runs inside it.
+    pub(crate) span: tracing::Span,
 }
 
 /// State: the arguments until the run takes them.
@@ -67,10 +69,8 @@ impl Actor for JobActor {
             return Ok(());
         };
         let job_id = args.job.id().to_string();
-        let span = tracing::info_span!("bullmq.worker.process",
-            job_id = %job_id, job_name = %args.job.name(), attempt = args.context.attempt());
         let ended = run(args.job, args.context, args.processor)
-            .instrument(span)
+            .instrument(args.span)
             .await;
         // The Worker may already be gone (force close); nothing else to tell then.
         let _ = args

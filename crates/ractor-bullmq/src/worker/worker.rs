@@ -32,7 +32,7 @@ use super::{Job, Processor};
 use crate::store::{
     Fetched, Finish, FinishReply, RedisStore, Store, StoreError, StoreResult, Traced,
 };
-use crate::ConnectionConfig;
+use crate::{telemetry, ConnectionConfig};
 
 /// Messages of the Worker.
 #[derive(Debug)]
@@ -184,6 +184,8 @@ pub(super) struct RunningJob {
     pub(super) job: Job,
     pub(super) token: String,
     pub(super) context: JobContext,
+    /// Telemetry guard of the attempt (`bullmq_worker_active_jobs` while it lives).
+    pub(super) active: telemetry::ActiveJob,
 }
 
 #[derive(Debug)]
@@ -191,6 +193,8 @@ pub(super) struct Pending {
     pub(super) finish: Finish,
     pub(super) job: Option<Job>,
     pub(super) outcome: JobOutcome,
+    /// How long the attempt ran (zero for jobs failed without running).
+    pub(super) duration: std::time::Duration,
 }
 
 /// State of a Worker.
@@ -228,6 +232,10 @@ pub struct WorkerState {
     pub(super) flush_queued: bool,
     /// Handling that flush: send the pending finishes now.
     pub(super) flush_now: bool,
+    /// The worker's name in telemetry (`worker` field): its `name` option, else its token
+    /// prefix, which is unique per worker.
+    pub(super) label: Arc<str>,
+    pub(super) started_at: Instant,
 }
 
 /// The Worker actor (see the [module docs](self)). Spawn it with [`Worker::spawn`], or link it
@@ -291,6 +299,8 @@ impl Actor for Worker {
             opts.name.as_deref().unwrap_or("w"),
             rand::random::<u64>()
         );
+        let label: Arc<str> = opts.name.as_deref().unwrap_or(&token_prefix).into();
+        telemetry::worker_started(args.store.queue_name(), &label, opts.concurrency);
         Ok(WorkerState {
             store: args.store,
             processor: args.processor,
@@ -320,6 +330,8 @@ impl Actor for Worker {
             token_seq: 0,
             flush_queued: false,
             flush_now: false,
+            label,
+            started_at: Instant::now(),
             opts,
         })
     }
@@ -343,6 +355,11 @@ impl Actor for Worker {
         if state.closing.is_none() {
             state.store.close().await;
         }
+        telemetry::worker_stopped(
+            state.store.queue_name(),
+            &state.label,
+            state.started_at.elapsed(),
+        );
         Ok(())
     }
 
