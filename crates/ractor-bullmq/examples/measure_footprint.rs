@@ -38,6 +38,33 @@ async fn settle() {
     tokio::time::sleep(Duration::from_secs(2)).await;
 }
 
+/// An actor that does nothing but wait: the per-actor floor of ractor itself.
+struct BareActor;
+
+impl ractor::Actor for BareActor {
+    type Msg = ();
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        _myself: ractor::ActorRef<()>,
+        _args: (),
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _myself: ractor::ActorRef<()>,
+        _message: (),
+        _state: &mut (),
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok(())
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let idle_workers = env_usize("IDLE_WORKERS", 200);
@@ -45,6 +72,27 @@ async fn main() -> anyhow::Result<()> {
     let connection = ConnectionConfig::from_env()?;
     let runtime = Runtime::start(RuntimeOptions::default().connection(connection.clone())).await?;
     let pid = std::process::id();
+
+    // Baseline: what one bare ractor actor costs, so the job-actor figure below can be read
+    // against the floor that one-actor-per-job sets.
+    settle().await;
+    let before = rss()?;
+    let mut bare = Vec::with_capacity(jobs);
+    for _ in 0..jobs {
+        let (actor, _) = ractor::Actor::spawn(None, BareActor, ()).await?;
+        actor.cast(())?;
+        bare.push(actor);
+    }
+    settle().await;
+    let after = rss()?;
+    println!(
+        "{jobs} bare ractor actors (baseline): {:.2} KiB per actor",
+        (after.saturating_sub(before)) as f64 / 1024.0 / jobs as f64
+    );
+    for actor in bare {
+        actor.kill();
+    }
+    settle().await;
 
     // Idle Workers.
     let idle_queue = format!("footprint-idle-{pid}");
