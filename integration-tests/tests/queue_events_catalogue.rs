@@ -87,7 +87,10 @@ fn per_job(heard: &[Value]) -> BTreeMap<String, Vec<String>> {
 /// Our QueueEvents, reading `queue` from its start, with a subscription taken before reading.
 async fn our_listener(
     queue: &str,
-) -> anyhow::Result<(QueueEventsHandle, tokio::sync::mpsc::Receiver<StreamEvent>)> {
+) -> anyhow::Result<(
+    QueueEventsHandle,
+    tokio::sync::mpsc::Receiver<std::sync::Arc<StreamEvent>>,
+)> {
     let events = QueueEventsHandle::start(
         queue_events_support::options(queue, "0")
             .autorun(false)
@@ -102,7 +105,7 @@ async fn our_listener(
 /// Everything our QueueEvents received up to the stop event.
 async fn our_events_until_stop(
     events: QueueEventsHandle,
-    mut rx: tokio::sync::mpsc::Receiver<StreamEvent>,
+    mut rx: tokio::sync::mpsc::Receiver<std::sync::Arc<StreamEvent>>,
 ) -> anyhow::Result<Vec<StreamEvent>> {
     let mut out = Vec::new();
     loop {
@@ -113,7 +116,8 @@ async fn our_events_until_stop(
         if matches!(&event.event, Event::Custom { name, .. } if name == STOP_EVENT) {
             break;
         }
-        out.push(event);
+        // Our only subscriber: usually the sole reference by now, so no copy is made.
+        out.push(std::sync::Arc::unwrap_or_clone(event));
     }
     events.close().await;
     Ok(out)

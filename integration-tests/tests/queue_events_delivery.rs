@@ -30,7 +30,7 @@ async fn replay_from_zero_delivers_history_in_order_then_live_events() -> anyhow
         history
     );
     assert_eq!(
-        got.iter().map(tick_n).collect::<Vec<_>>(),
+        got.iter().map(|e| tick_n(e)).collect::<Vec<_>>(),
         (0..25).map(Some).collect::<Vec<_>>()
     );
 
@@ -100,7 +100,7 @@ async fn autorun_false_reads_nothing_until_run() -> anyhow::Result<()> {
     ));
     let got = recv_n(&mut rx, 3, WAIT).await?;
     assert_eq!(
-        got.iter().map(tick_n).collect::<Vec<_>>(),
+        got.iter().map(|e| tick_n(e)).collect::<Vec<_>>(),
         vec![Some(0), Some(1), Some(2)]
     );
 
@@ -207,7 +207,7 @@ async fn a_slow_subscriber_is_disconnected_without_stalling_others() -> anyhow::
     let events =
         QueueEventsHandle::start(options(&queue, "0").autorun(false).subscriber_buffer(8)).await?;
     let mut slow = events.subscribe_stream(); // never read until the end
-    let (fast_tx, mut fast) = mpsc::channel::<StreamEvent>(64);
+    let (fast_tx, mut fast) = mpsc::channel::<std::sync::Arc<StreamEvent>>(64);
     // A fast consumer drains its own subscription continuously.
     let mut fast_sub = events.subscribe_stream();
     let pump = tokio::spawn(async move {
@@ -221,7 +221,7 @@ async fn a_slow_subscriber_is_disconnected_without_stalling_others() -> anyhow::
 
     let got = recv_n(&mut fast, 40, WAIT).await?;
     assert_eq!(
-        got.iter().map(tick_n).collect::<Vec<_>>(),
+        got.iter().map(|e| tick_n(e)).collect::<Vec<_>>(),
         (0..40).map(Some).collect::<Vec<_>>()
     );
     // The slow one got its buffer's worth, then was cut off.

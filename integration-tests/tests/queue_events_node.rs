@@ -87,7 +87,7 @@ async fn receives_node_worker_events_typed_and_in_stream_order() -> anyhow::Resu
 
 /// The typed events received equal the stored stream: same ids in the same order, each event
 /// re-encoding to exactly the stored fields, none left untyped.
-fn assert_matches_stream(received: &[StreamEvent], stored: &[common::StreamEvent]) {
+fn assert_matches_stream(received: &[std::sync::Arc<StreamEvent>], stored: &[common::StreamEvent]) {
     let received_ids: Vec<&str> = received.iter().map(|e| e.id.as_str()).collect();
     let stored_ids: Vec<&str> = stored.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(received_ids, stored_ids);
@@ -168,7 +168,7 @@ async fn receives_node_admin_dedup_and_stalled_events_typed() -> anyhow::Result<
     let mut seen = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while !seen.iter().any(
-        |e: &StreamEvent| matches!(&e.event, Event::Active { job_id, .. } if *job_id == stalled_id),
+        |e: &std::sync::Arc<StreamEvent>| matches!(&e.event, Event::Active { job_id, .. } if *job_id == stalled_id),
     ) {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(event)) => seen.push(event),

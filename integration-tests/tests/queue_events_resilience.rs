@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-fn ids(events: &[StreamEvent]) -> Vec<String> {
+fn ids(events: &[std::sync::Arc<StreamEvent>]) -> Vec<String> {
     events.iter().map(|e| e.id.clone()).collect()
 }
 
@@ -233,7 +233,7 @@ async fn redis_restart_while_blocked_delivers_every_later_event_once() -> Result
     let got = recv_n(&mut rx, 3, WAIT).await?;
     assert_eq!(ids(&got), after);
     assert_eq!(
-        got.iter().map(tick_n).collect::<Vec<_>>(),
+        got.iter().map(|e| tick_n(e)).collect::<Vec<_>>(),
         vec![Some(3), Some(4), Some(5)]
     );
     assert!(

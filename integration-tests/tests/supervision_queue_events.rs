@@ -34,7 +34,7 @@ async fn crashed_queue_events_is_restarted_and_resumes_without_gaps_or_repeats(
         let e = tokio::time::timeout(LONG, stream.recv())
             .await?
             .expect("stream open");
-        seen.push(e.id);
+        seen.push(e.id.clone());
     }
 
     let old = events.actor().expect("reader running");
@@ -56,7 +56,7 @@ async fn crashed_queue_events_is_restarted_and_resumes_without_gaps_or_repeats(
         let e = tokio::time::timeout(LONG, stream.recv())
             .await?
             .expect("stream open");
-        seen.push(e.id);
+        seen.push(e.id.clone());
     }
     // Exactly the stream's entries, in order, each once.
     let stored: Vec<String> = read_events(&name)

@@ -174,17 +174,18 @@ impl Queue {
                 }
                 Ok(Some(event)) => event,
             };
-            match event.event {
+            // The event is shared with the other subscribers: copy only what is returned.
+            match &event.event {
                 Event::Completed {
                     job_id: id,
                     returnvalue,
                     ..
-                } if id == job_id => return Ok(JobFinished::Completed(returnvalue)),
+                } if id == job_id => return Ok(JobFinished::Completed(returnvalue.clone())),
                 Event::Failed {
                     job_id: id,
                     failed_reason,
                     ..
-                } if id == job_id => return Ok(JobFinished::Failed(failed_reason)),
+                } if id == job_id => return Ok(JobFinished::Failed(failed_reason.clone())),
                 _ => {}
             }
         }

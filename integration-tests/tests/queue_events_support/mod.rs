@@ -2,6 +2,7 @@
 //! with timeouts, publishing raw events.
 #![allow(dead_code, unreachable_pub)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -47,12 +48,12 @@ pub async fn publish_ticks(
     Ok(ids)
 }
 
-/// Receives exactly `n` events, failing after `timeout`.
+/// Receives exactly `n` events (shared with the other subscribers), failing after `timeout`.
 pub async fn recv_n(
-    rx: &mut mpsc::Receiver<StreamEvent>,
+    rx: &mut mpsc::Receiver<Arc<StreamEvent>>,
     n: usize,
     timeout: Duration,
-) -> Result<Vec<StreamEvent>> {
+) -> Result<Vec<Arc<StreamEvent>>> {
     let mut out = Vec::with_capacity(n);
     let deadline = tokio::time::Instant::now() + timeout;
     while out.len() < n {
@@ -67,10 +68,10 @@ pub async fn recv_n(
 
 /// Same for an unbounded receiver (the forwarding actor's output).
 pub async fn recv_n_unbounded(
-    rx: &mut mpsc::UnboundedReceiver<StreamEvent>,
+    rx: &mut mpsc::UnboundedReceiver<Arc<StreamEvent>>,
     n: usize,
     timeout: Duration,
-) -> Result<Vec<StreamEvent>> {
+) -> Result<Vec<Arc<StreamEvent>>> {
     let mut out = Vec::with_capacity(n);
     let deadline = tokio::time::Instant::now() + timeout;
     while out.len() < n {
@@ -111,8 +112,8 @@ pub struct Forwarder;
 
 impl Actor for Forwarder {
     type Msg = ForwardMsg;
-    type State = mpsc::UnboundedSender<StreamEvent>;
-    type Arguments = mpsc::UnboundedSender<StreamEvent>;
+    type State = mpsc::UnboundedSender<Arc<StreamEvent>>;
+    type Arguments = mpsc::UnboundedSender<Arc<StreamEvent>>;
 
     async fn pre_start(
         &self,
@@ -129,13 +130,16 @@ impl Actor for Forwarder {
         tx: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let ForwardMsg::Event(event) = message;
-        let _ = tx.send(event.into_event());
+        let _ = tx.send(event.into_shared());
         Ok(())
     }
 }
 
 /// Spawns a [`Forwarder`] and returns it with its output.
-pub async fn forwarder() -> Result<(ActorRef<ForwardMsg>, mpsc::UnboundedReceiver<StreamEvent>)> {
+pub async fn forwarder() -> Result<(
+    ActorRef<ForwardMsg>,
+    mpsc::UnboundedReceiver<Arc<StreamEvent>>,
+)> {
     let (tx, rx) = mpsc::unbounded_channel();
     let (actor, _) = Actor::spawn(None, Forwarder, tx).await?;
     Ok((actor, rx))

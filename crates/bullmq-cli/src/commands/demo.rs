@@ -393,8 +393,8 @@ async fn wait_pinned(events: &QueueEventsHandle) -> Result<()> {
 }
 
 async fn next_event(
-    rx: &mut Option<tokio::sync::mpsc::Receiver<StreamEvent>>,
-) -> Option<StreamEvent> {
+    rx: &mut Option<tokio::sync::mpsc::Receiver<std::sync::Arc<StreamEvent>>>,
+) -> Option<std::sync::Arc<StreamEvent>> {
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,

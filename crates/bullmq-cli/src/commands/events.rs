@@ -59,7 +59,7 @@ pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
 async fn print_events(
     json: bool,
     count: Option<u64>,
-    rx: &mut tokio::sync::mpsc::Receiver<StreamEvent>,
+    rx: &mut tokio::sync::mpsc::Receiver<std::sync::Arc<StreamEvent>>,
 ) -> Result<()> {
     let mut printed = 0u64;
     if count == Some(0) {

@@ -17,6 +17,8 @@
 //! subscribers, and re-`init`s the handler: no event is skipped and subscribers see none twice.
 //! `close()` ends it for good (subscriptions end too).
 
+use std::sync::Arc;
+
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc;
 
@@ -208,6 +210,8 @@ async fn deliver(
             }
         }
     }
+    // One allocation per event, shared by every subscriber (a reference count each, no copy).
+    let events: Vec<Arc<StreamEvent>> = events.into_iter().map(Arc::new).collect();
     shared
         .subscribers()
         .deliver(&events, shared.subscriber_buffer());
@@ -341,7 +345,10 @@ impl QueueEventsHandle {
     /// unsubscribe. The receiver ends on `close`, or when it fell a full buffer behind. (For a
     /// channel subscription with an id, send `QueueEventsMsg::Subscribe` with
     /// [`Subscriber::channel`].)
-    pub fn subscribe_stream(&self) -> mpsc::Receiver<StreamEvent> {
+    ///
+    /// Every subscriber receives the same `Arc` of an event (read it through the `Arc`, or
+    /// `Arc::unwrap_or_clone` it for an owned value).
+    pub fn subscribe_stream(&self) -> mpsc::Receiver<Arc<StreamEvent>> {
         let (subscriber, rx) = Subscriber::channel(self.args.shared.subscriber_buffer());
         self.args.shared.subscribe(subscriber);
         rx

@@ -8,6 +8,10 @@
 //! The reader never waits for a subscriber, so one slow consumer cannot stall the others.
 //!
 //! A subscriber that is gone (actor stopped, receiver dropped) is removed at the next event.
+//!
+//! Every subscriber receives the same [`Arc<StreamEvent>`]: an event is allocated once,
+//! however many subscribers there are, and handing it to one more subscriber costs a reference
+//! count increment (a deep copy per subscriber made 100 subscribers fall behind a busy worker).
 
 use std::fmt;
 use std::ops::Deref;
@@ -26,9 +30,9 @@ pub struct SubscriptionId(u64);
 ///
 /// It holds one slot of the subscriber's buffer until dropped (or turned into the bare event
 /// with [`into_event`](Self::into_event)), which is how the buffering policy sees a slow actor.
-/// Dereferences to the [`StreamEvent`].
+/// Dereferences to the [`StreamEvent`], which every subscriber shares (see the module docs).
 pub struct QueueEvent {
-    event: StreamEvent,
+    event: Arc<StreamEvent>,
     _slot: BufferSlot,
 }
 
@@ -38,9 +42,16 @@ impl QueueEvent {
         &self.event
     }
 
-    /// The bare event; frees the buffer slot.
-    pub fn into_event(self) -> StreamEvent {
+    /// The shared event; frees the buffer slot. Cheap: no copy is made.
+    pub fn into_shared(self) -> Arc<StreamEvent> {
         self.event
+    }
+
+    /// The event as an owned value; frees the buffer slot. Copies the event unless this
+    /// subscriber holds the only reference, so prefer [`into_shared`](Self::into_shared) when
+    /// a shared reference will do.
+    pub fn into_event(self) -> StreamEvent {
+        Arc::unwrap_or_clone(self.event)
     }
 }
 
@@ -75,7 +86,7 @@ pub struct Subscriber {
 }
 
 enum Sink {
-    Channel(mpsc::Sender<StreamEvent>),
+    Channel(mpsc::Sender<Arc<StreamEvent>>),
     Actor {
         cell: ActorCell,
         cast: Box<dyn Fn(QueueEvent) -> bool + Send>,
@@ -100,8 +111,9 @@ impl Subscriber {
         }
     }
 
-    /// A channel subscriber with room for `buffer` events, and its receiver.
-    pub fn channel(buffer: usize) -> (Self, mpsc::Receiver<StreamEvent>) {
+    /// A channel subscriber with room for `buffer` events, and its receiver. The events are
+    /// shared with the other subscribers (`Arc`), so receiving one copies nothing.
+    pub fn channel(buffer: usize) -> (Self, mpsc::Receiver<Arc<StreamEvent>>) {
         let (tx, rx) = mpsc::channel(buffer.max(1));
         (
             Self {
@@ -179,8 +191,8 @@ impl SubscriberSet {
     }
 
     /// Hands `events`, in order, to every subscriber, removing the gone and the overflowing
-    /// ones.
-    pub(crate) fn deliver(&mut self, events: &[StreamEvent], capacity: usize) {
+    /// ones. Each subscriber gets a reference to the same allocation of each event.
+    pub(crate) fn deliver(&mut self, events: &[Arc<StreamEvent>], capacity: usize) {
         if events.is_empty() {
             return;
         }
@@ -209,9 +221,9 @@ impl SubscriberSet {
     }
 }
 
-fn deliver_one(subscriber: &Subscriber, event: &StreamEvent, capacity: usize) -> Delivery {
+fn deliver_one(subscriber: &Subscriber, event: &Arc<StreamEvent>, capacity: usize) -> Delivery {
     match &subscriber.sink {
-        Sink::Channel(tx) => match tx.try_send(event.clone()) {
+        Sink::Channel(tx) => match tx.try_send(Arc::clone(event)) {
             Ok(()) => Delivery::Delivered,
             Err(mpsc::error::TrySendError::Full(_)) => Delivery::Overflow,
             Err(mpsc::error::TrySendError::Closed(_)) => Delivery::Gone,
@@ -232,7 +244,7 @@ fn deliver_one(subscriber: &Subscriber, event: &StreamEvent, capacity: usize) ->
                 return Delivery::Overflow;
             }
             let message = QueueEvent {
-                event: event.clone(),
+                event: Arc::clone(event),
                 _slot: BufferSlot(Arc::clone(in_flight)),
             };
             // A failed cast drops the message, which frees its slot.
@@ -250,11 +262,11 @@ mod tests {
     use super::*;
     use bullmq_protocol::events::Event;
 
-    fn ev(n: u32) -> StreamEvent {
-        StreamEvent {
+    fn ev(n: u32) -> Arc<StreamEvent> {
+        Arc::new(StreamEvent {
             id: format!("{n}-0"),
             event: Event::Drained,
-        }
+        })
     }
 
     #[test]
@@ -272,6 +284,21 @@ mod tests {
                 assert_eq!(rx.try_recv().unwrap().id, format!("{n}-0"));
             }
         }
+    }
+
+    #[test]
+    fn subscribers_share_one_allocation_per_event() {
+        let mut set = SubscriberSet::default();
+        let (a, mut rx_a) = Subscriber::channel(8);
+        let (b, mut rx_b) = Subscriber::channel(8);
+        set.insert(a);
+        set.insert(b);
+        let event = ev(7);
+        set.deliver(std::slice::from_ref(&event), 8);
+        let got_a = rx_a.try_recv().unwrap();
+        let got_b = rx_b.try_recv().unwrap();
+        assert!(Arc::ptr_eq(&got_a, &event));
+        assert!(Arc::ptr_eq(&got_b, &event));
     }
 
     #[test]
