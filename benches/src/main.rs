@@ -14,6 +14,7 @@
 //! (a scenario fails only when jobs go missing or Node cannot read back what we completed).
 
 mod all;
+mod fanout;
 mod latency;
 mod memory;
 mod node;
@@ -101,6 +102,16 @@ enum Benchmark {
     RedisLimit {
         /// Jobs to run through the loop.
         #[arg(long, default_value_t = 100_000)]
+        jobs: u64,
+    },
+    /// QueueEvents fan-out: events/s to 1 and 100 subscribers, replaying a filled stream and
+    /// following a worker at full speed.
+    Fanout {
+        /// Events in the stream for the replay cases.
+        #[arg(long, default_value_t = 200_000)]
+        events: u64,
+        /// Jobs the worker drains in the live cases.
+        #[arg(long, default_value_t = 50_000)]
         jobs: u64,
     },
     /// Every scenario, ours and Node's; writes `docs/benchmarks.md`.
@@ -191,6 +202,9 @@ async fn run(cli: Cli) -> Result<()> {
             let m = redis_limit::run(&connection, &admin, jobs).await?;
             worker_report::markdown_table(&[m])
         }
+        Benchmark::Fanout { events, jobs } => fanout::markdown_table(
+            &fanout::run(&connection, &admin, events, jobs, &[1, 100]).await?,
+        ),
         Benchmark::All { output, scale } => {
             all::run(&connection, &admin, with_node, url, &output, scale).await?
         }
