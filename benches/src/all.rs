@@ -66,11 +66,17 @@ pub(crate) async fn run(
     results.extend(memory::run(connection, admin, 10_000, with_node, redis_url).await?);
 
     let elapsed = started.elapsed().as_secs_f64();
+    let best_bulk = producer_results
+        .iter()
+        .filter(|m| m.implementation == "rust" && m.scenario.starts_with("add_bulk"))
+        .map(|m| m.jobs_per_sec)
+        .fold(0.0, f64::max);
     let markdown = render(
         &report::markdown_table(&producer_results),
         &crate::worker_report::markdown_table(&results),
+        &targets(&results, best_bulk),
         admin,
-        scale,
+        (scale, redis_url),
         elapsed,
     )
     .await?;
@@ -82,11 +88,86 @@ pub(crate) async fn run(
     Ok(markdown)
 }
 
+/// The issue's targets next to what this run measured.
+fn targets(results: &[WorkerMeasurement], best_bulk: f64) -> String {
+    let find = |scenario: &str, implementation: &str| {
+        results
+            .iter()
+            .find(|m| m.scenario == scenario && m.implementation == implementation)
+    };
+    let c100 = find("worker_1x100", "rust");
+    let limit = results.iter().find(|m| m.implementation == "redis-lua");
+    let latency = results
+        .iter()
+        .find(|m| m.implementation == "rust" && m.scenario.starts_with("latency"));
+    let memory = results
+        .iter()
+        .find(|m| m.implementation == "rust" && m.scenario.ends_with("_inflight"));
+    let row =
+        |metric: &str, target: &str, value: Option<f64>, holds: fn(f64) -> bool, unit: &str| {
+            match value {
+                Some(v) => format!(
+                    "| {metric} | {target} | {v:.2}{unit} | {} |\n",
+                    if holds(v) { "yes" } else { "no" }
+                ),
+                None => format!("| {metric} | {target} | – | – |\n"),
+            }
+        };
+    let mut out = String::from(
+        "| target (from the issue) | wanted | measured | holds |\n|---|---|---:|---|\n",
+    );
+    out.push_str(&row(
+        "worker no-op, 1 worker × 100, jobs/s",
+        "≥ 48 000 (2× official ≈ 24k)",
+        c100.map(|m| m.jobs_per_s),
+        |v| v >= 48_000.0,
+        "",
+    ));
+    out.push_str(&row(
+        "Redis CPU per processed job (1 × 100)",
+        "≤ 19 µs (0.5× official ≈ 38)",
+        c100.and_then(|m| m.redis_cpu_us_per_job),
+        |v| v <= 19.0,
+        " µs",
+    ));
+    out.push_str(&row(
+        "add_bulk jobs/s (best batch size)",
+        "≥ 70 000 (2× official ≈ 35k)",
+        Some(best_bulk),
+        |v| v >= 70_000.0,
+        "",
+    ));
+    out.push_str(&row(
+        "fraction of the Redis limit (1 × 100)",
+        "≥ 0.6",
+        c100.zip(limit)
+            .map(|(o, l)| o.jobs_per_s / l.jobs_per_s.max(1.0)),
+        |v| v >= 0.6,
+        "",
+    ));
+    out.push_str(&row(
+        "p99 add→completed at 1 000 jobs/s",
+        "≤ 5 ms",
+        latency.and_then(|m| m.completed_p99_ms),
+        |v| v <= 5.0,
+        " ms",
+    ));
+    out.push_str(&row(
+        "RSS with 10 000 in-flight sleeping jobs",
+        "≤ 64 MB",
+        memory.and_then(|m| m.rss_mb),
+        |v| v <= 64.0,
+        " MB",
+    ));
+    out
+}
+
 async fn render(
     producer_table: &str,
     worker_table: &str,
+    targets_table: &str,
     admin: &Client,
-    scale: f64,
+    (scale, redis_url): (f64, &str),
     elapsed: f64,
 ) -> Result<String> {
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
@@ -107,11 +188,14 @@ async fn render(
         .trim()
         .to_string();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let command = if (scale - 1.0).abs() < f64::EPSILON {
-        "cargo run --release -p bullmq-bench -- all".to_string()
-    } else {
-        format!("cargo run --release -p bullmq-bench -- all --scale {scale}")
-    };
+    let mut command = "cargo run --release -p bullmq-bench --".to_string();
+    if redis_url != "redis://127.0.0.1:6379" {
+        command.push_str(&format!(" --redis-url {redis_url}"));
+    }
+    command.push_str(" all");
+    if (scale - 1.0).abs() >= f64::EPSILON {
+        command.push_str(&format!(" --scale {scale}"));
+    }
     let mut out = String::new();
     let _ = writeln!(out, "# Benchmarks\n");
     let _ = writeln!(
@@ -128,6 +212,12 @@ async fn render(
             .take(3)
             .collect::<Vec<_>>()
             .join(" ")
+    );
+    let _ = writeln!(out, "## Targets\n");
+    out.push_str(targets_table);
+    let _ = writeln!(
+        out,
+        "\nThe official Rust port was not part of this run; its figures are the issue's.\n"
     );
     let _ = writeln!(out, "## Workers, latency, memory\n");
     let _ = writeln!(
