@@ -6,10 +6,14 @@
 //!
 //! - ractor actors ([`QueueEventsHandle::subscribe`], or [`QueueEventsMsg::Subscribe`] with
 //!   [`Subscriber::actor`]): each receives `M::from(QueueEvent)`;
-//! - plain async code ([`QueueEventsHandle::subscribe_stream`]): an `mpsc::Receiver`;
+//! - plain async code ([`QueueEventsHandle::subscribe_stream`]): an `mpsc::Receiver` of
+//!   `Arc<StreamEvent>`;
 //! - one [`QueueEventsHandler`], the structured pattern with state threaded through events.
 //!
 //! [`QueueEventsProducer`] publishes custom events that Node's `QueueEvents` receives.
+//!
+//! Every subscriber receives the same allocation of an event (an `Arc`), so the cost of one
+//! more subscriber is a reference count and a send per event, never a copy.
 //!
 //! # Buffering policy
 //!
