@@ -69,7 +69,10 @@ impl Script {
             Err(error) if error.details().starts_with("NOSCRIPT") => {
                 // EVAL sends the source and caches it in one step, so a second flush racing a
                 // separate SCRIPT LOAD cannot make this retry fail.
-                tracing::debug!(script = self.name, "script not cached by Redis, sending its source");
+                tracing::debug!(
+                    script = self.name,
+                    "script not cached by Redis, sending its source"
+                );
                 Ok(client.eval(self.source, keys, args).await?)
             }
             result => Ok(result?),

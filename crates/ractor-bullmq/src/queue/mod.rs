@@ -18,9 +18,9 @@
 //! ```
 
 mod add;
+mod metrics;
 mod options;
 mod reports;
-mod metrics;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -268,7 +268,10 @@ mod tests {
     fn error_trace_keeps_the_cause_chain_and_no_backtrace() {
         let error = anyhow::anyhow!("disk full").context("writing the invoice");
         let trace = error_trace("Error", &error);
-        assert_eq!(trace, "Error: writing the invoice\n    caused by: disk full");
+        assert_eq!(
+            trace,
+            "Error: writing the invoice\n    caused by: disk full"
+        );
     }
 
     #[test]
