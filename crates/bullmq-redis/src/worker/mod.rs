@@ -1,6 +1,7 @@
 //! Typed calls of the worker scripts: fetch a batch, finish a batch (and fetch in the same
-//! round trip), extend locks, recover stalled jobs, progress / log / data updates, and the
-//! blocking wait on the queue's `marker`.
+//! round trip), extend locks, recover stalled jobs, and the blocking wait on the queue's
+//! `marker`. Progress, log and data updates from a running job use the queue's calls
+//! ([`crate::queue::update_progress`] and friends): they touch one job, not the worker layout.
 //!
 //! Every worker script takes the same key layout ([`WorkerKeys`]), so one key list is built per
 //! queue and reused for every call.
@@ -8,7 +9,6 @@
 mod blocking;
 mod fetch;
 mod finish;
-mod job_updates;
 mod locks;
 mod reply;
 mod scripts;
@@ -18,7 +18,6 @@ pub use fetch::{fetch_batch, FetchRequest, Fetched, FetchedJob};
 pub use finish::{
     finish_batch, Finish, FinishAction, FinishCode, FinishReply, JobFacts, Retention,
 };
-pub use job_updates::{add_log, update_data, update_progress};
 pub use locks::{extend_locks, move_stalled};
 
 use bullmq_protocol::keys::{QueueKey, QueueKeys};

@@ -11,9 +11,3 @@ lua_script!(pub(crate) static EXTEND_LOCKS = "worker_extend_locks":
     "includes/worker_common.lua", "worker_extend_locks.lua");
 lua_script!(pub(crate) static MOVE_STALLED = "worker_move_stalled":
     "includes/worker_common.lua", "worker_move_stalled.lua");
-lua_script!(pub(crate) static UPDATE_PROGRESS = "worker_update_progress":
-    "includes/worker_common.lua", "worker_update_progress.lua");
-lua_script!(pub(crate) static ADD_LOG = "worker_add_log":
-    "includes/worker_common.lua", "worker_add_log.lua");
-lua_script!(pub(crate) static UPDATE_DATA = "worker_update_data":
-    "includes/worker_common.lua", "worker_update_data.lua");

@@ -132,19 +132,20 @@ impl Store for RedisStore {
 
     async fn update_progress(&self, job_id: &str, progress: &serde_json::Value) -> StoreResult<()> {
         let text = progress.to_string();
-        calls::update_progress(&self.client, &self.keys, job_id, &text).await?;
+        bullmq_redis::queue::update_progress(&self.client, self.keys.queue(), job_id, &text)
+            .await?;
         Ok(())
     }
 
     async fn add_log(&self, job_id: &str, line: &str, keep_logs: Option<u64>) -> StoreResult<u64> {
-        calls::add_log(&self.client, &self.keys, job_id, line, keep_logs)
+        bullmq_redis::queue::add_log(&self.client, self.keys.queue(), job_id, line, keep_logs)
             .await?
             .ok_or_else(|| StoreError::Other(format!("job {job_id} no longer exists")))
     }
 
     async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> StoreResult<()> {
         let text = data.to_string();
-        calls::update_data(&self.client, &self.keys, job_id, &text).await?;
+        bullmq_redis::queue::update_data(&self.client, self.keys.queue(), job_id, &text).await?;
         Ok(())
     }
 
