@@ -116,8 +116,10 @@ pub(super) fn internal(msg: InternalMsg) -> WorkerMsg {
     WorkerMsg::Internal(Internal(msg))
 }
 
-/// Start arguments of a Worker. Cloneable, so a supervisor can restart a Worker with the same
-/// arguments: the store's connections are shared, and only an explicit close releases them.
+/// Start arguments of a Worker. Cloneable so the same processor and options can start several
+/// Workers, but the store (and its connections) is shared by the clones and closed when a Worker
+/// using it stops; supervisors therefore build fresh arguments for every (re)start, as
+/// `WorkerSpec` does.
 #[derive(Clone)]
 pub struct WorkerArgs {
     store: Arc<dyn Store>,
@@ -404,9 +406,9 @@ impl Actor for Worker {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         // Never let a child's exit stop the worker by default (ractor's default does).
-        let (cell, panic) = match event {
-            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
-            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
+        let (cell, panic, stop_reason) = match event {
+            SupervisionEvent::ActorTerminated(cell, _, reason) => (cell, None, reason),
+            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string()), None),
             _ => return Ok(()),
         };
         let is_lock_manager = state
@@ -417,7 +419,10 @@ impl Actor for Worker {
             if state.closing.is_some() {
                 return Ok(());
             }
-            return Err(format!("lock manager stopped: {}", panic.unwrap_or_default()).into());
+            let reason = panic
+                .or(stop_reason)
+                .unwrap_or_else(|| "stopped without a reason".to_string());
+            return Err(format!("lock manager stopped: {reason}").into());
         }
         if let Some(job_id) = state.job_actors.remove(&cell.get_id()) {
             if let Some(message) = panic {
