@@ -40,12 +40,33 @@ pub enum LockManagerMsg {
     Tick,
 }
 
-/// Start arguments.
-pub(crate) struct LockManagerArgs {
+/// Start arguments of a LockManager.
+///
+/// A Worker builds these for its own LockManager; they are public so an embedding application
+/// can run the LockManager under its own supervision (it must be linked to the Worker it serves).
+pub struct LockManagerArgs {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) lock_duration: Duration,
     pub(crate) renew_time: Duration,
     pub(crate) worker: ActorRef<WorkerMsg>,
+}
+
+impl LockManagerArgs {
+    /// Locks are extended to `lock_duration` through `store`; each is renewed once it has gone
+    /// `renew_time` without renewal; lost locks are reported to `worker`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        lock_duration: Duration,
+        renew_time: Duration,
+        worker: ActorRef<WorkerMsg>,
+    ) -> Self {
+        Self {
+            store,
+            lock_duration,
+            renew_time,
+            worker,
+        }
+    }
 }
 
 struct Tracked {
@@ -53,16 +74,16 @@ struct Tracked {
     renewed_at: Instant,
 }
 
-/// State.
-pub(crate) struct LockManagerState {
+/// State of a running LockManager (opaque).
+pub struct LockManagerState {
     args: LockManagerArgs,
     tracked: HashMap<String, Tracked>,
     timer: Option<JoinHandle<()>>,
 }
 
-/// The LockManager actor.
+/// The LockManager actor: one per Worker, linked to it; renews every tracked lock on one timer.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct LockManager;
+pub struct LockManager;
 
 impl Actor for LockManager {
     type Msg = LockManagerMsg;

@@ -45,7 +45,7 @@ pub use context::JobContext;
 pub use errors::{DelayedError, RateLimitError, UnrecoverableError, WorkerError};
 pub use handle::WorkerHandle;
 pub use job_actor::JobActorMsg;
-pub use lock_manager::LockManagerMsg;
+pub use lock_manager::{LockManager, LockManagerArgs, LockManagerMsg, LockManagerState};
 pub use options::{BackoffStrategy, Limiter, WorkerOptions};
 pub use outcome::{CancelReason, JobOutcome};
 pub use worker::{CloseReport, Internal, Worker, WorkerArgs, WorkerMsg};
