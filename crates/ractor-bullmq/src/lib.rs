@@ -12,6 +12,8 @@ pub mod queue;
 pub mod store;
 pub mod supervision;
 pub mod telemetry;
+#[cfg(feature = "test-util")]
+pub mod testing;
 pub mod worker;
 
 pub use bullmq_protocol as protocol;

@@ -81,8 +81,9 @@ impl Actor for JobActor {
     }
 }
 
-/// Runs the processor: catches panics, stops at cancellation.
-async fn run(job: Job, context: JobContext, processor: Arc<dyn Processor>) -> Ended {
+/// Runs the processor: catches panics, stops at cancellation. Also what
+/// `testing::run_processor` runs, so unit tests see the worker's behaviour.
+pub(crate) async fn run(job: Job, context: JobContext, processor: Arc<dyn Processor>) -> Ended {
     let token = context.cancellation_token().clone();
     let work = AssertUnwindSafe(processor.process(job, context)).catch_unwind();
     tokio::select! {

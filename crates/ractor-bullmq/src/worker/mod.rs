@@ -52,6 +52,12 @@ pub use worker::{CloseReport, Internal, Worker, WorkerArgs, WorkerMsg};
 
 pub use crate::job::Job;
 
+// The testing module runs processors exactly as job actors do.
+#[cfg(feature = "test-util")]
+pub(crate) use job_actor::run as run_job;
+#[cfg(feature = "test-util")]
+pub(crate) use outcome::classify;
+
 /// Processes one job. Implemented for every `Fn(Job, JobContext) -> impl Future<Output =
 /// anyhow::Result<Value>>` closure, so an `async` closure or function is a processor.
 ///
