@@ -1,6 +1,6 @@
 //! Our Lua scripts, embedded at compile time and run with `EVALSHA`.
 //!
-//! A [`Script`] is assembled from include files and a body with [`lua_script!`]: the include
+//! A [`Script`] is assembled from include files and a body with [`lua_script!`](crate::lua_script): the include
 //! mechanism is plain concatenation at compile time, so a shared helper is written once under
 //! `lua-scripts/includes/` and each script names the helpers it needs. The SHA1 is computed once;
 //! on `NOSCRIPT` (a restarted Redis, `SCRIPT FLUSH`, a failover) the script is loaded again and

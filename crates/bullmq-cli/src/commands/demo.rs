@@ -2,7 +2,7 @@
 //!
 //! 1. Uses the Redis of `--redis-url` / `REDIS_URL` when it answers `PING` within a second;
 //!    otherwise starts a throwaway `redis-server` on a free loopback port
-//!    ([`LocalRedis`](crate::local_redis::LocalRedis)), stopped again on every way out.
+//!    ([`LocalRedis`]), stopped again on every way out.
 //! 2. Adds a few thousand jobs to a fresh queue with a mix of outcomes: most complete, some
 //!    fail once and succeed on a retry with backoff, some always fail, some report progress, a
 //!    few are delayed, a few prioritized.

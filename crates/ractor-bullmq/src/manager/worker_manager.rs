@@ -140,7 +140,8 @@ impl std::fmt::Debug for WorkerManagerState {
     }
 }
 
-/// The WorkerManager actor (see the [module docs](self)).
+/// The WorkerManager actor: starts and stops the Workers of one queue and processor under the
+/// WorkerSupervisor, on `ScaleUp` / `ScaleDown` messages or its autoscaling policy.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WorkerManager;
 

@@ -240,7 +240,7 @@ pub struct WorkerState {
     pub(super) started_at: Instant,
 }
 
-/// The Worker actor (see the [module docs](self)). Spawn it with [`Worker::spawn`], or link it
+/// The Worker actor: consumes one queue with `concurrency` slots. Spawn it with [`Worker::spawn`], or link it
 /// into your own supervision tree with `Actor::spawn_linked(name, Worker, args, supervisor)`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Worker;
