@@ -14,16 +14,6 @@ use ractor_bullmq::{Worker, WorkerArgs, WorkerCallbacks, WorkerOptions};
 use serde_json::{json, Value};
 use worker_common::*;
 
-async fn add(queue: &str, jobs: Value) -> anyhow::Result<Vec<String>> {
-    let added = run_node("add_jobs.js", &json!({"queue": queue, "jobs": jobs})).await?;
-    Ok(added["ids"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_string))
-        .collect())
-}
-
 async fn read_one(queue: &str, id: &str) -> anyhow::Result<Value> {
     let read = run_node("read_jobs.js", &json!({"queue": queue, "ids": [id]})).await?;
     Ok(read["jobs"][0].clone())
@@ -35,7 +25,7 @@ async fn lost_lock_cancels_the_job_which_stalled_recovery_brings_back_once() -> 
         return Ok(());
     }
     let queue = unique_queue("w-locklost");
-    let ids = add(&queue, json!([{"name": "long", "data": {}}])).await?;
+    let ids = add_with_node(&queue, json!([{"name": "long", "data": {}}])).await?;
     let id = ids[0].clone();
 
     let runs = Arc::new(AtomicUsize::new(0));
@@ -117,7 +107,7 @@ async fn stalled_jobs_return_to_wait_and_fail_past_max_stalled_count() -> anyhow
         return Ok(());
     }
     let queue = unique_queue("w-stalled");
-    let ids = add(
+    let ids = add_with_node(
         &queue,
         json!([{"name": "once", "data": {}}, {"name": "too-often", "data": {}}]),
     )
@@ -181,7 +171,7 @@ async fn corrupted_job_hash_fails_naming_the_field_and_the_worker_continues() ->
         return Ok(());
     }
     let queue = unique_queue("w-corrupt");
-    let ids = add(
+    let ids = add_with_node(
         &queue,
         json!([{"name": "bad-data", "data": {}}, {"name": "bad-opts", "data": {}}, {"name": "fine", "data": {}}]),
     )

@@ -18,16 +18,6 @@ use ractor_bullmq::{
 use serde_json::{json, Value};
 use worker_common::*;
 
-async fn add(queue: &str, jobs: Value) -> anyhow::Result<Vec<String>> {
-    let added = run_node("add_jobs.js", &json!({"queue": queue, "jobs": jobs})).await?;
-    Ok(added["ids"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_string))
-        .collect())
-}
-
 async fn read(queue: &str, ids: &[String]) -> anyhow::Result<Vec<Value>> {
     let read = run_node("read_jobs.js", &json!({"queue": queue, "ids": ids})).await?;
     Ok(read["jobs"].as_array().cloned().unwrap_or_default())
@@ -47,7 +37,7 @@ async fn delayed_rate_limited_custom_backoff_progress_and_removal() -> anyhow::R
         return Ok(());
     }
     let queue = unique_queue("w-outcomes");
-    let ids = add(
+    let ids = add_with_node(
         &queue,
         json!([
             {"name": "custom-backoff", "data": {}, "opts": {"attempts": 3, "backoff": {"type": "linear", "delay": 10}}},
@@ -193,7 +183,7 @@ async fn worker_limiter_spreads_jobs_over_windows() -> anyhow::Result<()> {
         return Ok(());
     }
     let queue = unique_queue("w-limiter");
-    let ids = add(
+    let ids = add_with_node(
         &queue,
         json!((0..5)
             .map(|i| json!({"name": "l", "data": {"i": i}}))
@@ -228,7 +218,7 @@ async fn manual_fetch_and_force_close_leave_jobs_for_stalled_recovery() -> anyho
         return Ok(());
     }
     let queue = unique_queue("w-manual");
-    let ids = add(
+    let ids = add_with_node(
         &queue,
         json!([{"name": "slow", "data": {"sleepMs": 30000}}, {"name": "next", "data": {}}]),
     )

@@ -117,3 +117,15 @@ pub async fn wait_finished(queue: &str, n: i64, timeout: Duration) -> Result<()>
     )
     .await
 }
+
+/// Adds `jobs` (`[{name, data, opts}]`) with Node BullMQ (`node/add_jobs.js`); returns their ids.
+pub async fn add_with_node(queue: &str, jobs: Value) -> Result<Vec<String>> {
+    let added =
+        super::common::run_node("add_jobs.js", &json!({"queue": queue, "jobs": jobs})).await?;
+    Ok(added["ids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect())
+}
