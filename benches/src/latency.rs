@@ -1,6 +1,6 @@
 //! The latency benchmark: a producer adds jobs at a steady rate while one worker runs them;
 //! add → active (processor started) and add → completed (finish confirmed by Redis) are
-//! measured with the client's monotonic clock, ours next to Node's.
+//! measured with the client's monotonic clock, ours next to Node's and the official port's.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,9 +14,10 @@ use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 use serde_json::json;
 
 use crate::report::quantile;
+use crate::sides::Sides;
 use crate::worker::{queue_name, rss_mb, worker_options};
 use crate::worker_report::WorkerMeasurement;
-use crate::{node, process_cpu, redis_stats};
+use crate::{process_cpu, redis_stats};
 
 /// The latency scenario.
 #[derive(Debug, Clone, Copy)]
@@ -61,32 +62,37 @@ fn lock(samples: &Mutex<Vec<f64>>) -> std::sync::MutexGuard<'_, Vec<f64>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs the scenario for us and (when asked) for Node.
+/// Runs the scenario for us and (when asked) for Node and the official port.
 pub(crate) async fn run(
     connection: &ConnectionConfig,
     admin: &Client,
     scenario: LatencyScenario,
-    with_node: bool,
+    sides: Sides,
     redis_url: &str,
 ) -> Result<Vec<WorkerMeasurement>> {
-    let ours = run_ours(connection, admin, scenario, with_node.then_some(redis_url)).await?;
+    let ours = run_ours(connection, admin, scenario, sides.node.then_some(redis_url)).await?;
     ours.print_json_line();
     let mut results = vec![ours];
-    if with_node {
-        let name = queue_name("latency", "node", &scenario.name());
+    for other in sides.others() {
+        let name = queue_name("latency", other.name(), &scenario.name());
         let cpu_before = redis_stats::server_cpu_seconds(admin).await?;
-        let reply = node::run(
-            "worker.js",
-            &json!({"mode": "latency", "queue": name, "rate": scenario.rate,
-                    "seconds": scenario.seconds, "concurrency": scenario.concurrency}),
-            redis_url,
-        )
-        .await?;
+        let reply = other
+            .run(
+                "worker.js",
+                &json!({"mode": "latency", "queue": name, "rate": scenario.rate,
+                        "seconds": scenario.seconds, "concurrency": scenario.concurrency}),
+                redis_url,
+            )
+            .await?;
         let redis_cpu = redis_stats::server_cpu_seconds(admin).await? - cpu_before;
-        let jobs = reply["jobs"].as_u64().context("node: jobs")?;
-        let seconds = reply["seconds"].as_f64().context("node: seconds")?;
+        let jobs = reply["jobs"]
+            .as_u64()
+            .with_context(|| format!("{}: jobs", other.name()))?;
+        let seconds = reply["seconds"]
+            .as_f64()
+            .with_context(|| format!("{}: seconds", other.name()))?;
         let mut m = WorkerMeasurement::new(
-            "node",
+            other.name(),
             scenario.name(),
             jobs,
             (1, scenario.concurrency, 0),

@@ -1,4 +1,5 @@
-//! Benchmarks of ractor-bullmq, side by side with Node BullMQ 6.7.0 on the same Redis.
+//! Benchmarks of ractor-bullmq, side by side with Node BullMQ 6.7.0 and the official Rust port
+//! (`bullmq-official` 1.4.4) on the same Redis.
 //!
 //! ```text
 //! cargo run --release -p bullmq-bench -- producer --jobs 100000
@@ -9,8 +10,8 @@
 //! cargo run --release -p bullmq-bench -- all            # everything; writes docs/benchmarks.md
 //! ```
 //!
-//! Each scenario prints one JSON line while running; a markdown table comparing us with Node
-//! closes the run. These are measurements, not tests: nothing here fails on a slow machine
+//! Each scenario prints one JSON line while running; a markdown table comparing us with Node and
+//! the official port closes the run. These are measurements, not tests: nothing here fails on a slow machine
 //! (a scenario fails only when jobs go missing or Node cannot read back what we completed).
 
 mod all;
@@ -18,11 +19,13 @@ mod fanout;
 mod latency;
 mod memory;
 mod node;
+mod official;
 mod process_cpu;
 mod producer;
 mod redis_limit;
 mod redis_stats;
 mod report;
+mod sides;
 mod worker;
 mod worker_report;
 
@@ -30,7 +33,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use ractor_bullmq::ConnectionConfig;
 
-/// Throughput benchmarks, ours next to Node BullMQ's.
+/// Throughput benchmarks, ours next to Node BullMQ's and the official Rust port's.
 #[derive(Debug, Parser)]
 #[command(name = "bullmq-bench", version, about)]
 struct Cli {
@@ -45,6 +48,9 @@ struct Cli {
     /// Skip the Node BullMQ side (it needs `npm ci` in integration-tests/node).
     #[arg(long, global = true)]
     skip_node: bool,
+    /// Skip the official Rust port's side (`benches/official`, built on first use).
+    #[arg(long, global = true)]
+    skip_official: bool,
     /// Run our side on a single-threaded Tokio runtime (like Node's one event loop) instead of
     /// the multi-threaded default.
     #[arg(long, global = true)]
@@ -152,6 +158,20 @@ async fn run(cli: Cli) -> Result<()> {
     if !cli.skip_node && !with_node {
         eprintln!("node or the oracle package is missing (npm ci in integration-tests/node): Node side skipped");
     }
+    // Only these scenarios have an official side; the others need not wait for its build.
+    let wants_official = !cli.skip_official
+        && !matches!(
+            cli.benchmark,
+            Benchmark::RedisLimit { .. } | Benchmark::Fanout { .. }
+        );
+    let with_official = wants_official && official::available();
+    if wants_official && !with_official {
+        eprintln!("benches/official could not be built: official side skipped");
+    }
+    let sides = sides::Sides {
+        node: with_node,
+        official: with_official,
+    };
     let admin = connection
         .connect(None)
         .await
@@ -162,7 +182,7 @@ async fn run(cli: Cli) -> Result<()> {
             let config = producer::ProducerConfig {
                 jobs,
                 redis_url: cli.redis_url.clone(),
-                with_node,
+                sides,
             };
             report::markdown_table(&producer::run(&config).await?)
         }
@@ -178,7 +198,7 @@ async fn run(cli: Cli) -> Result<()> {
                 workers,
                 job_ms,
             };
-            let results = worker::run(&connection, &admin, scenario, with_node, url).await?;
+            let results = worker::run(&connection, &admin, scenario, sides, url).await?;
             worker_report::markdown_table(&results)
         }
         Benchmark::Latency {
@@ -191,11 +211,11 @@ async fn run(cli: Cli) -> Result<()> {
                 seconds,
                 concurrency,
             };
-            let results = latency::run(&connection, &admin, scenario, with_node, url).await?;
+            let results = latency::run(&connection, &admin, scenario, sides, url).await?;
             worker_report::markdown_table(&results)
         }
         Benchmark::Memory { inflight, .. } => {
-            let results = memory::run(&connection, &admin, inflight, with_node, url).await?;
+            let results = memory::run(&connection, &admin, inflight, sides, url).await?;
             worker_report::markdown_table(&results)
         }
         Benchmark::RedisLimit { jobs } => {
@@ -206,7 +226,7 @@ async fn run(cli: Cli) -> Result<()> {
             &fanout::run(&connection, &admin, events, jobs, &[1, 100]).await?,
         ),
         Benchmark::All { output, scale } => {
-            all::run(&connection, &admin, with_node, url, &output, scale).await?
+            all::run(&connection, &admin, sides, url, &output, scale).await?
         }
     };
     println!();

@@ -1,6 +1,7 @@
 //! The memory benchmark: resident memory of an idle worker, and of one worker holding many
 //! in-flight sleeping jobs. Each implementation runs in a fresh process (ours re-runs this
-//! binary with `memory --inner`), so allocations of earlier scenarios do not count.
+//! binary with `memory --inner`, Node a fresh `node`, the official port its own binary), so
+//! allocations of earlier scenarios do not count.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -12,9 +13,10 @@ use ractor_bullmq::worker::{Job, JobContext, Worker, WorkerArgs};
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 use serde_json::{json, Value};
 
+use crate::redis_stats;
+use crate::sides::{Other, Sides};
 use crate::worker::{fill, queue_name, rss_mb, worker_options};
 use crate::worker_report::WorkerMeasurement;
-use crate::{node, redis_stats};
 
 /// The inner run (in its own process): prints `{idleRssMb, inflightRssMb, running}`.
 pub(crate) async fn inner(connection: &ConnectionConfig, queue: &str, inflight: u64) -> Result<()> {
@@ -86,24 +88,31 @@ fn measurements(
     Ok(vec![idle, busy])
 }
 
-/// Runs the memory scenarios for us (a child process) and Node.
+/// Runs the memory scenarios for us (a child process), Node and the official port.
 pub(crate) async fn run(
     connection: &ConnectionConfig,
     admin: &Client,
     inflight: u64,
-    with_node: bool,
+    sides: Sides,
     redis_url: &str,
 ) -> Result<Vec<WorkerMeasurement>> {
     let mut results = Vec::new();
-    let mut implementations = vec!["rust"];
-    if with_node {
-        implementations.push("node");
-    }
-    for implementation in implementations {
+    let mut implementations = vec![None];
+    implementations.extend(sides.others().into_iter().map(Some));
+    for other in implementations {
+        let implementation = other.map_or("rust", Other::name);
         let name = queue_name("memory", implementation, "inflight");
         let queue = Queue::new(name.clone(), QueueOptions::new(connection.clone())).await?;
         fill(&queue, inflight).await?;
-        let reply: Value = if implementation == "rust" {
+        let reply: Value = if let Some(other) = other {
+            other
+                .run(
+                    "worker.js",
+                    &json!({"mode": "memory", "queue": name, "inflight": inflight}),
+                    redis_url,
+                )
+                .await?
+        } else {
             let output = tokio::process::Command::new(std::env::current_exe()?)
                 .args(["--redis-url", redis_url, "memory", "--inflight"])
                 .arg(inflight.to_string())
@@ -121,13 +130,6 @@ pub(crate) async fn run(
             let line = stdout.lines().last().unwrap_or_default();
             serde_json::from_str(line)
                 .with_context(|| format!("memory --inner printed {stdout}"))?
-        } else {
-            node::run(
-                "worker.js",
-                &json!({"mode": "memory", "queue": name, "inflight": inflight}),
-                redis_url,
-            )
-            .await?
         };
         for m in measurements(implementation, inflight, &reply)? {
             m.print_json_line();

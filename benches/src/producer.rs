@@ -1,9 +1,13 @@
-//! The producer benchmark: how fast jobs get into a queue, ours next to Node BullMQ's.
+//! The producer benchmark: how fast jobs get into a queue, ours next to Node BullMQ's and the
+//! official Rust port's.
 //!
 //! Scenarios (the same names for both implementations):
 //! - `add`: one job at a time, each awaited before the next;
 //! - `add_concurrent_100`: 100 adds in flight on one connection;
 //! - `add_bulk_50` / `add_bulk_1000`: `add_bulk` / Node `addBulk` in batches.
+//!
+//! The other implementations run as subprocesses (`benches/node/producer.js`,
+//! `bullmq-bench-official`) that time themselves from their connected queue to the last add.
 //!
 //! Every scenario uses a fresh queue that is deleted afterwards, and the same small payload.
 
@@ -17,7 +21,8 @@ use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 use serde_json::{json, Value};
 
 use crate::report::{quantile, Measurement};
-use crate::{node, process_cpu, redis_stats};
+use crate::sides::{Other, Sides};
+use crate::{process_cpu, redis_stats};
 
 /// What the producer benchmark runs.
 #[derive(Debug, Clone)]
@@ -26,8 +31,8 @@ pub(crate) struct ProducerConfig {
     pub(crate) jobs: u64,
     /// Redis URL.
     pub(crate) redis_url: String,
-    /// Whether to run the Node side.
-    pub(crate) with_node: bool,
+    /// Which other implementations run.
+    pub(crate) sides: Sides,
 }
 
 /// One scenario of the producer benchmark.
@@ -54,7 +59,7 @@ impl Scenario {
         }
     }
 
-    /// Arguments of `benches/node/producer.js` for the same scenario.
+    /// Arguments of `benches/node/producer.js` (and the official binary) for the scenario.
     fn node_args(self, queue: &str, jobs: u64) -> Value {
         match self {
             Scenario::Sequential => json!({"queue": queue, "jobs": jobs, "mode": "add"}),
@@ -73,7 +78,7 @@ fn payload(i: u64) -> Value {
     json!({"index": i, "email": format!("user{i}@example.com"), "template": "welcome"})
 }
 
-/// Runs every scenario for us, then for Node, printing a JSON line per scenario; returns all
+/// Runs every scenario for us, then for Node and the official port, printing a JSON line per scenario; returns all
 /// measurements.
 pub(crate) async fn run(config: &ProducerConfig) -> Result<Vec<Measurement>> {
     let connection = ConnectionConfig::from_url(&config.redis_url)?;
@@ -120,9 +125,9 @@ pub(crate) async fn run(config: &ProducerConfig) -> Result<Vec<Measurement>> {
         redis_stats::delete_queue(&admin, "bull", &queue_name).await?;
     }
 
-    if config.with_node {
+    for other in config.sides.others() {
         for scenario in Scenario::ALL {
-            let m = run_node_scenario(&admin, config, scenario, run_id).await?;
+            let m = run_other_scenario(other, &admin, config, scenario, run_id).await?;
             m.print_json_line();
             results.push(m);
         }
@@ -169,28 +174,45 @@ async fn add_jobs(queue: &Queue, scenario: Scenario, jobs: u64) -> Result<Vec<f6
     Ok(latencies)
 }
 
-async fn run_node_scenario(
+async fn run_other_scenario(
+    other: Other,
     admin: &Client,
     config: &ProducerConfig,
     scenario: Scenario,
     run_id: u32,
 ) -> Result<Measurement> {
-    let queue_name = format!("bench-producer-node-{run_id}-{}", scenario.name());
+    let queue_name = format!(
+        "bench-producer-{}-{run_id}-{}",
+        other.name(),
+        scenario.name()
+    );
     let cpu_before = redis_stats::server_cpu_seconds(admin).await?;
-    let out = node::run(
-        "producer.js",
-        &scenario.node_args(&queue_name, config.jobs),
-        &config.redis_url,
-    )
-    .await?;
-    // Node's own timing excludes its start-up; Redis CPU includes the queue's opening, as ours.
+    let out = other
+        .run(
+            "producer.js",
+            &scenario.node_args(&queue_name, config.jobs),
+            &config.redis_url,
+        )
+        .await?;
+    // Their own timing excludes process start-up; Redis CPU includes the queue's opening, as
+    // ours does.
     let redis_cpu = redis_stats::server_cpu_seconds(admin).await? - cpu_before;
-    let seconds = out["seconds"].as_f64().context("producer.js: seconds")?;
+    let seconds = out["seconds"]
+        .as_f64()
+        .with_context(|| format!("{} producer: seconds", other.name()))?;
     let client_cpu_ms = out["clientCpuMs"].as_f64();
+    let waiting = redis_stats::waiting_count(admin, "bull", &queue_name).await?;
+    anyhow::ensure!(
+        waiting == config.jobs,
+        "{} {}: expected {} waiting jobs, found {waiting}",
+        other.name(),
+        scenario.name(),
+        config.jobs
+    );
     redis_stats::delete_queue(admin, "bull", &queue_name).await?;
     let mut m = measurement(
         scenario,
-        "node",
+        other.name(),
         config.jobs,
         seconds,
         redis_cpu,

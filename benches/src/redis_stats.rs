@@ -59,3 +59,14 @@ pub(crate) async fn delete_queue(client: &Client, prefix: &str, queue: &str) -> 
         }
     }
 }
+
+/// Jobs in `{prefix}:{queue}:wait`, to check a producer scenario added everything.
+pub(crate) async fn waiting_count(client: &Client, prefix: &str, queue: &str) -> Result<u64> {
+    client
+        .custom(
+            CustomCommand::new_static("LLEN", ClusterHash::FirstKey, false),
+            vec![format!("{prefix}:{queue}:wait")],
+        )
+        .await
+        .context("LLEN")
+}

@@ -5,9 +5,9 @@ use serde::Serialize;
 /// What one scenario measured.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Measurement {
-    /// Scenario name, the same for both implementations (`add`, `add_bulk_50`, ...).
+    /// Scenario name, the same for every implementation (`add`, `add_bulk_50`, ...).
     pub(crate) scenario: String,
-    /// `rust` or `node`.
+    /// `rust`, `node` or `official`.
     pub(crate) implementation: &'static str,
     /// Jobs added.
     pub(crate) jobs: u64,
@@ -45,7 +45,8 @@ impl Measurement {
     }
 }
 
-/// A markdown table with one row per scenario, ours next to Node's and their ratio.
+/// A markdown table with one row per scenario: ours, Node's and the official port's jobs/s, our
+/// ratio to each, Redis µs/job and the `add` call percentiles of all three.
 pub(crate) fn markdown_table(results: &[Measurement]) -> String {
     let mut scenarios: Vec<&str> = Vec::new();
     for m in results {
@@ -59,8 +60,8 @@ pub(crate) fn markdown_table(results: &[Measurement]) -> String {
             .find(|m| m.scenario == scenario && m.implementation == implementation)
     };
     let mut out = String::from(
-        "| scenario | ours jobs/s | Node jobs/s | ours / Node | ours Redis µs/job | Node Redis µs/job | ours add p50/p99 ms | Node add p50/p99 ms |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| scenario | ours jobs/s | Node jobs/s | official jobs/s | ours / Node | ours / official | Redis µs/job ours / Node / official | add p50/p99 ms ours | Node | official |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let rate =
         |m: Option<&Measurement>| m.map_or("–".to_string(), |m| format!("{:.0}", m.jobs_per_sec));
@@ -73,23 +74,29 @@ pub(crate) fn markdown_table(results: &[Measurement]) -> String {
         Some((p50, p99)) => format!("{p50:.2} / {p99:.2}"),
         None => "–".to_string(),
     };
+    let ratio = |o: Option<&Measurement>, other: Option<&Measurement>| match (o, other) {
+        (Some(o), Some(n)) if n.jobs_per_sec > 0.0 => {
+            format!("{:.2}×", o.jobs_per_sec / n.jobs_per_sec)
+        }
+        _ => "–".to_string(),
+    };
     for scenario in scenarios {
         let ours = find(scenario, "rust");
         let node = find(scenario, "node");
-        let ratio = match (ours, node) {
-            (Some(o), Some(n)) if n.jobs_per_sec > 0.0 => {
-                format!("{:.2}×", o.jobs_per_sec / n.jobs_per_sec)
-            }
-            _ => "–".to_string(),
-        };
+        let official = find(scenario, "official");
         out.push_str(&format!(
-            "| {scenario} | {} | {} | {ratio} | {} | {} | {} | {} |\n",
+            "| {scenario} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} |\n",
             rate(ours),
             rate(node),
+            rate(official),
+            ratio(ours, node),
+            ratio(ours, official),
             cpu(ours),
             cpu(node),
+            cpu(official),
             latency(ours),
-            latency(node)
+            latency(node),
+            latency(official),
         ));
     }
     out
@@ -114,18 +121,23 @@ mod tests {
     }
 
     #[test]
-    fn table_pairs_ours_with_node() {
+    fn table_pairs_ours_with_node_and_official() {
         let table = markdown_table(&[
             m("add", "rust", 2000.0),
             m("add", "node", 1000.0),
+            m("add", "official", 500.0),
             m("add_bulk_50", "rust", 5000.0),
         ]);
         assert!(
-            table.contains("| add | 2000 | 1000 | 2.00× | 10.0 | 10.0 | 0.50 / 2.00 | – |"),
+            table.contains(
+                "| add | 2000 | 1000 | 500 | 2.00× | 4.00× | 10.0 / 10.0 / 10.0 | 0.50 / 2.00 | – | – |"
+            ),
             "{table}"
         );
         assert!(
-            table.contains("| add_bulk_50 | 5000 | – | – | 10.0 | – | 0.50 / 2.00 | – |"),
+            table.contains(
+                "| add_bulk_50 | 5000 | – | – | – | – | 10.0 / – / – | 0.50 / 2.00 | – | – |"
+            ),
             "{table}"
         );
     }

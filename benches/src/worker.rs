@@ -1,7 +1,8 @@
 //! The worker benchmark: how fast workers drain a filled queue of no-op (or sleeping) jobs,
-//! ours next to Node BullMQ's, with a compatibility check inside the run.
+//! ours next to Node BullMQ's and the official Rust port's, with a compatibility check inside
+//! the run.
 //!
-//! For each implementation the queue is filled first (with our `add_bulk`, identical for both),
+//! For each implementation the queue is filled first (with our `add_bulk`, identical for all),
 //! then `workers` workers with `concurrency` slots each are started in one process and the
 //! clock runs until the last job is completed (the worker's `completed` callback / event, fired
 //! once Redis confirmed the finish). Redis CPU is the server's `INFO cpu` delta over the drain.
@@ -20,6 +21,7 @@ use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+use crate::sides::{Other, Sides};
 use crate::worker_report::WorkerMeasurement;
 use crate::{node, process_cpu, redis_stats};
 
@@ -108,19 +110,20 @@ pub(crate) fn worker_options(concurrency: usize) -> WorkerOptions {
     WorkerOptions::new().concurrency(concurrency)
 }
 
-/// Runs one scenario for us, then (when asked) for Node; returns the measurements.
+/// Runs one scenario for us, then (when asked) for Node and the official port; returns the
+/// measurements.
 pub(crate) async fn run(
     connection: &ConnectionConfig,
     admin: &Client,
     scenario: WorkerScenario,
-    with_node: bool,
+    sides: Sides,
     redis_url: &str,
 ) -> Result<Vec<WorkerMeasurement>> {
-    let check = with_node.then_some(redis_url);
+    let check = sides.node.then_some(redis_url);
     let mut results = vec![run_ours(connection, admin, scenario, check).await?];
     results[0].print_json_line();
-    if with_node {
-        let m = run_node(connection, admin, scenario, redis_url).await?;
+    for other in sides.others() {
+        let m = run_other(other, connection, admin, scenario, redis_url).await?;
         m.print_json_line();
         results.push(m);
     }
@@ -245,28 +248,34 @@ pub(crate) async fn check_completed_by_node(
     Ok(format!("{ok}/{checked} ✓"))
 }
 
-async fn run_node(
+/// Node's `worker.js` or the official binary in `throughput` mode on a queue we filled; Redis
+/// CPU is measured around the whole subprocess.
+async fn run_other(
+    other: Other,
     connection: &ConnectionConfig,
     admin: &Client,
     scenario: WorkerScenario,
     redis_url: &str,
 ) -> Result<WorkerMeasurement> {
-    let name = queue_name("worker", "node", &scenario.name());
+    let name = queue_name("worker", other.name(), &scenario.name());
     let queue = Queue::new(name.clone(), QueueOptions::new(connection.clone())).await?;
     fill(&queue, scenario.jobs).await?;
     let cpu_before = redis_stats::server_cpu_seconds(admin).await?;
-    let reply = node::run(
-        "worker.js",
-        &json!({"mode": "throughput", "queue": name, "jobs": scenario.jobs,
-                "concurrency": scenario.concurrency, "workers": scenario.workers,
-                "jobMs": scenario.job_ms}),
-        redis_url,
-    )
-    .await?;
+    let reply = other
+        .run(
+            "worker.js",
+            &json!({"mode": "throughput", "queue": name, "jobs": scenario.jobs,
+                    "concurrency": scenario.concurrency, "workers": scenario.workers,
+                    "jobMs": scenario.job_ms}),
+            redis_url,
+        )
+        .await?;
     let redis_cpu = redis_stats::server_cpu_seconds(admin).await? - cpu_before;
-    let seconds = reply["seconds"].as_f64().context("node: seconds")?;
+    let seconds = reply["seconds"]
+        .as_f64()
+        .with_context(|| format!("{}: seconds", other.name()))?;
     let mut m = WorkerMeasurement::new(
-        "node",
+        other.name(),
         scenario.name(),
         scenario.jobs,
         scenario.shape(),

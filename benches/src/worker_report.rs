@@ -1,12 +1,13 @@
 //! Results of the worker, latency, memory and Redis-limit scenarios: one JSON line each while
-//! running and a markdown table (ours next to Node, with the ratio) at the end.
+//! running and a markdown table (ours next to Node and the official port, with the ratios) at
+//! the end.
 
 use serde::Serialize;
 
 /// What one worker-side scenario measured for one implementation.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct WorkerMeasurement {
-    /// `rust`, `node` or `redis-lua` (the Redis limit).
+    /// `rust`, `node`, `official` or `redis-lua` (the Redis limit).
     #[serde(rename = "impl")]
     pub(crate) implementation: &'static str,
     /// Scenario name, the same for every implementation (`worker_c100`, `latency_1000`, ...).
@@ -98,8 +99,9 @@ fn num(value: Option<f64>, decimals: usize) -> String {
     value.map_or("–".to_string(), |v| format!("{v:.decimals$}"))
 }
 
-/// The markdown table: one row per scenario with ours, Node, ours/Node, the fraction of the
-/// Redis limit, Redis µs/job, client CPU, RSS, latency and efficiency.
+/// The markdown table: one row per scenario with ours, Node, the official port, our ratio to
+/// each, our fraction of the Redis limit, and Redis µs/job, client CPU, RSS, latency and
+/// efficiency of all three.
 pub(crate) fn markdown_table(results: &[WorkerMeasurement]) -> String {
     let mut scenarios: Vec<&str> = Vec::new();
     for m in results {
@@ -117,10 +119,9 @@ pub(crate) fn markdown_table(results: &[WorkerMeasurement]) -> String {
         .find(|m| m.implementation == "redis-lua")
         .map(|m| m.jobs_per_s);
     let mut out = String::from(
-        "| scenario | ours jobs/s | Node jobs/s | ours / Node | of Redis limit | Redis µs/job ours / Node | client CPU s ours / Node | RSS MB ours / Node | p50 / p99 / p99.9 add→completed ms ours | same, Node | efficiency ours / Node | compat |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| scenario | ours jobs/s | Node jobs/s | official jobs/s | ours / Node | ours / official | of Redis limit | Redis µs/job ours / Node / official | client CPU s ours / Node / official | RSS MB ours / Node / official | p50 / p99 / p99.9 add→completed ms ours | same, Node | same, official | efficiency ours / Node / official | compat |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
-    let pair = |o: Option<f64>, n: Option<f64>, d: usize| format!("{} / {}", num(o, d), num(n, d));
     let lat = |m: Option<&WorkerMeasurement>| match m {
         Some(m) if m.completed_p50_ms.is_some() => format!(
             "{} / {} / {}",
@@ -133,6 +134,11 @@ pub(crate) fn markdown_table(results: &[WorkerMeasurement]) -> String {
     for scenario in scenarios {
         let ours = find(scenario, "rust");
         let node = find(scenario, "node");
+        let official = find(scenario, "official");
+        let all = [ours, node, official];
+        let triple = |field: fn(&WorkerMeasurement) -> Option<f64>, d: usize| {
+            all.map(|m| num(m.and_then(field), d)).join(" / ")
+        };
         let memory = scenario.starts_with("memory");
         let rate = |m: Option<&WorkerMeasurement>| {
             if memory {
@@ -141,7 +147,7 @@ pub(crate) fn markdown_table(results: &[WorkerMeasurement]) -> String {
                 num(m.map(|m| m.jobs_per_s), 0)
             }
         };
-        let ratio = match (ours, node) {
+        let ratio = |other: Option<&WorkerMeasurement>| match (ours, other) {
             (Some(o), Some(n)) if n.jobs_per_s > 0.0 && !memory => {
                 format!("{:.2}×", o.jobs_per_s / n.jobs_per_s)
             }
@@ -152,27 +158,19 @@ pub(crate) fn markdown_table(results: &[WorkerMeasurement]) -> String {
             _ => "–".to_string(),
         };
         out.push_str(&format!(
-            "| {scenario} | {} | {} | {ratio} | {of_limit} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {scenario} | {} | {} | {} | {} | {} | {of_limit} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             rate(ours),
             rate(node),
-            pair(
-                ours.and_then(|m| m.redis_cpu_us_per_job),
-                node.and_then(|m| m.redis_cpu_us_per_job),
-                1
-            ),
-            pair(
-                ours.and_then(|m| m.client_cpu_s),
-                node.and_then(|m| m.client_cpu_s),
-                2
-            ),
-            pair(ours.and_then(|m| m.rss_mb), node.and_then(|m| m.rss_mb), 1),
+            rate(official),
+            ratio(node),
+            ratio(official),
+            triple(|m| m.redis_cpu_us_per_job, 1),
+            triple(|m| m.client_cpu_s, 2),
+            triple(|m| m.rss_mb, 1),
             lat(ours),
             lat(node),
-            pair(
-                ours.and_then(|m| m.efficiency),
-                node.and_then(|m| m.efficiency),
-                3
-            ),
+            lat(official),
+            triple(|m| m.efficiency, 3),
             ours.and_then(|m| m.compat_checked.clone())
                 .unwrap_or_else(|| "–".to_string()),
         ));
@@ -193,14 +191,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_pairs_ours_with_node_and_the_limit() {
+    fn table_pairs_ours_with_node_official_and_the_limit() {
         let ours =
             WorkerMeasurement::new("rust", "worker_c100", 1000, (1, 100, 0), 0.02).redis_cpu(0.01);
         let node = WorkerMeasurement::new("node", "worker_c100", 1000, (1, 100, 0), 0.05);
+        let official = WorkerMeasurement::new("official", "worker_c100", 1000, (1, 100, 0), 0.04)
+            .redis_cpu(0.03);
         let limit = WorkerMeasurement::new("redis-lua", "redis_limit", 1000, (1, 1, 0), 0.01);
-        let table = markdown_table(&[ours, node, limit]);
+        let table = markdown_table(&[ours, node, official, limit]);
         assert!(
-            table.contains("| worker_c100 | 50000 | 20000 | 2.50× | 0.50 | 10.0 / – |"),
+            table.contains(
+                "| worker_c100 | 50000 | 20000 | 25000 | 2.50× | 2.00× | 0.50 | 10.0 / – / 30.0 |"
+            ),
             "{table}"
         );
         assert!(table.contains("100000 jobs/s"), "{table}");
