@@ -3,20 +3,24 @@
 
   KEYS: the worker layout described in includes/worker_common.lua.
   ARGV[1] queue base
-  ARGV[2] JSON { now, metricsMax, fetch = <fetch request or null>, items = [...] }, each item
-    { id, token, kind, ... } where kind is
-      "completed" value (returnvalue JSON), keep { count, age, limit }
-      "failed"    value (failedReason), stacktrace (JSON), attempts, keep
-      "retry"     value, stacktrace, lifo: back to wait / prioritized now (`waiting` event)
-      "delay"     value?, stacktrace?, delay (ms), skipAttempt: to `delayed` (`delayed` event)
-      "limit"     ttl (ms): back to the front of wait, queue rate-limited for ttl ms
-    and optional facts the worker read when it fetched the job, which spare reads here:
-      atm  the job's attempts made after this one (completed / failed): set, not incremented
-      np   true when the job has no parent (no flow bookkeeping to look up)
+  ARGV[2] JSON { now, metricsMax, fetch = <fetch request or null> }
+  ARGV[3..] the items, 11 arguments each (flat: decoding them as JSON costs Redis more):
+    id, token, kind, flags, value, stacktrace, atm, number, keepCount, keepAge, keepLimit
+  where kind is
+    "completed" value (returnvalue JSON), keep*
+    "failed"    value (failedReason), stacktrace (JSON), number = attempts, keep*
+    "retry"     value, stacktrace; flag "l" lifo: back to wait / prioritized now (`waiting` event)
+    "delay"     value?, stacktrace?, number = delay (ms); flag "k" skips the attempt: to
+                `delayed` (`delayed` event)
+    "limit"     number = ttl (ms): back to the front of wait, queue rate-limited for ttl ms
+  flags holds "v" when value is given, "s" when stacktrace is given, plus "l" / "k" above and
+  "n" when the worker knows the job has no parent (no flow bookkeeping to look up).
+  atm, when not empty, is the job's attempts made after this one (completed / failed), read by
+  the worker at fetch time: it is set rather than incremented.
+  keepCount: empty or -1 keep all, 0 delete the job, n keep the newest n; keepAge in seconds
+  (empty: no age limit); keepLimit caps deletions by age per call (empty: 1000).
 
-  keep.count: -1 keep all, 0 delete the job, n keep the newest n; keep.age in seconds.
-
-  Returns { codes, fetched } where codes[i] is the outcome of items[i]
+  Returns { codes, fetched } where codes[i] is the outcome of item i
     0 done, -1 job missing, -2 lock missing, -3 job not active, -4 job has pending children,
     -6 lock held by another worker
   and fetched the reply of includes/worker_fetch.lua ({ {}, 0, 0, 0 } when no fetch was asked).
@@ -30,96 +34,135 @@ local codes = {}
 local finishedAny = false
 wTrimEvents()
 
-local function saveFailure(jobKey, item)
-  if item.value ~= nil and item.value ~= cjson.null then
-    rcall("HSET", jobKey, "failedReason", item.value)
-  end
-  if item.stacktrace ~= nil and item.stacktrace ~= cjson.null then
-    rcall("HSET", jobKey, "stacktrace", item.stacktrace)
+local function saveFailure(jobKey, value, stacktrace)
+  if value then rcall("HSET", jobKey, "failedReason", value) end
+  if stacktrace then rcall("HSET", jobKey, "stacktrace", stacktrace) end
+end
+
+local function hasFlag(flags, flag)
+  return string.find(flags, flag, 1, true) ~= nil
+end
+
+-- Jobs whose lock this call released: their locks are deleted and they leave `stalled` in one
+-- DEL and one SREM after the items (before any fetch, which may lock them again).
+local unlocked = {}
+local released = {}
+
+-- Finished ids waiting for one variadic ZADD (score `now`) per finished set. Only jobs kept
+-- without trimming wait here; a trimming item flushes its set first, so every trim sees the
+-- set as one-at-a-time ZADDs would have left it.
+local pendingAdds = {}
+
+local function flushAdds(setKey)
+  local ids = pendingAdds[setKey]
+  if not ids then return end
+  pendingAdds[setKey] = nil
+  local args = {}
+  for i, jobId in ipairs(ids) do
+    args[#args + 1] = nowText
+    args[#args + 1] = jobId
+    if #args >= 4000 or i == #ids then
+      rcall("ZADD", setKey, unpack(args))
+      args = {}
+    end
   end
 end
 
--- Jobs whose lock this call released; removed from `stalled` in one SREM after the items.
-local unlocked = {}
-
-local function finish(item)
-  local jobId = item.id
+local function finish(at)
+  local jobId, token, kind, flags = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+  local value, stacktrace = nil, nil
+  if flags ~= "" then
+    if hasFlag(flags, "v") then value = ARGV[at + 4] end
+    if hasFlag(flags, "s") then stacktrace = ARGV[at + 5] end
+  end
   local jobKey = queueBase .. jobId
   local lockKey = jobKey .. ":lock"
   -- The lock first: when it holds our token the job exists (a job is never deleted while
   -- locked), so the usual case needs no EXISTS.
-  local current = rcall("GET", lockKey)
-  if current ~= item.token then
+  -- A job listed twice in one batch: its lock is already released by the first entry.
+  local current = nil
+  if not released[jobId] then current = rcall("GET", lockKey) end
+  if current ~= token then
     if rcall("EXISTS", jobKey) == 0 then return -1 end
     if current then return -6 end
     return -2
   end
-  if item.kind == "completed" and rcall("SCARD", jobKey .. ":dependencies") > 0 then return -4 end
-  rcall("DEL", lockKey)
+  if kind == "completed" and rcall("SCARD", jobKey .. ":dependencies") > 0 then return -4 end
+  released[jobId] = true
   unlocked[#unlocked + 1] = jobId
   if rcall("LREM", K.active, "-1", jobId) < 1 then return -3 end
 
-  if item.kind == "completed" or item.kind == "failed" then
+  if kind == "completed" or kind == "failed" then
     finishedAny = true
-    local completed = item.kind == "completed"
-    if not completed then saveFailure(jobKey, item) end
+    local completed = kind == "completed"
+    if not completed then saveFailure(jobKey, value, stacktrace) end
     -- Flows: tell the parent before this job's own state changes (as other clients order it).
-    if item.np then
+    if hasFlag(flags, "n") then
       -- No parent: nothing to tell.
     elseif completed then
-      wChildCompleted(jobKey, item.value, now)
+      wChildCompleted(jobKey, value, now)
     else
-      wChildFailed(jobKey, item.value, now)
+      wChildFailed(jobKey, value, now)
     end
-    local attemptsMade = tonumber(item.atm)
+    local atm = ARGV[at + 6]
+    local attemptsMade = tonumber(atm)
     if not attemptsMade then attemptsMade = rcall("HINCRBY", jobKey, "atm", 1) end
     local field = completed and "returnvalue" or "failedReason"
     local setKey = completed and K.completed or K.failed
-    local keep = item.keep or {}
-    local keepCount = tonumber(keep.count) or -1
+    local keepCount = tonumber(ARGV[at + 8]) or -1
+    local keepAge = tonumber(ARGV[at + 9])
+    local trims = keepCount > 0 or keepAge ~= nil
     if keepCount ~= 0 then
-      rcall("ZADD", setKey, nowText, jobId)
-      if item.atm then
-        rcall("HSET", jobKey, field, item.value, "finishedOn", nowText, "atm",
-              string.format("%d", attemptsMade))
+      if trims then
+        flushAdds(setKey)
+        rcall("ZADD", setKey, nowText, jobId)
       else
-        rcall("HSET", jobKey, field, item.value, "finishedOn", nowText)
+        local ids = pendingAdds[setKey]
+        if not ids then
+          ids = {}
+          pendingAdds[setKey] = ids
+        end
+        ids[#ids + 1] = jobId
+      end
+      if atm ~= "" then
+        rcall("HSET", jobKey, field, value, "finishedOn", nowText, "atm", atm)
+      else
+        rcall("HSET", jobKey, field, value, "finishedOn", nowText)
       end
       if not completed then rcall("HDEL", jobKey, "defa") end
-      if keep.age ~= nil and keep.age ~= cjson.null then
-        wTrimByAge(setKey, now, tonumber(keep.age), tonumber(keep.limit) or 1000)
+      if keepAge then
+        wTrimByAge(setKey, now, keepAge, tonumber(ARGV[at + 10]) or 1000)
       end
       if keepCount > 0 then wTrimByCount(setKey, keepCount) end
     else
       wDeleteJob(jobId)
     end
-    rcall("XADD", K.events, "*", "event", item.kind, "jobId", jobId, field, item.value,
-          "prev", "active")
-    if not completed and attemptsMade >= (tonumber(item.attempts) or 0) then
+    rcall("XADD", K.events, "*", "event", kind, "jobId", jobId, field, value, "prev", "active")
+    if not completed and attemptsMade >= (tonumber(ARGV[at + 7]) or 0) then
       rcall("XADD", K.events, "*", "event", "retries-exhausted", "jobId", jobId,
             "attemptsMade", attemptsMade)
     end
     if metricsMax > 0 then
       wCountMetric(completed and K.metricsCompleted or K.metricsFailed, metricsMax, now)
     end
-  elseif item.kind == "retry" then
-    saveFailure(jobKey, item)
+  elseif kind == "retry" then
+    saveFailure(jobKey, value, stacktrace)
     local gated = wQueueGates()
-    wEnqueueReady(jobId, item.lifo and "RPUSH" or "LPUSH", gated)
+    wEnqueueReady(jobId, hasFlag(flags, "l") and "RPUSH" or "LPUSH", gated)
     rcall("HINCRBY", jobKey, "atm", 1)
     rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "active")
-  elseif item.kind == "delay" then
-    saveFailure(jobKey, item)
-    local delay = tonumber(item.delay) or 0
+  elseif kind == "delay" then
+    saveFailure(jobKey, value, stacktrace)
+    local delay = tonumber(ARGV[at + 7]) or 0
     local readyAt = now + math.max(delay, 0)
-    if not item.skipAttempt then rcall("HINCRBY", jobKey, "atm", 1) end
+    if not hasFlag(flags, "k") then rcall("HINCRBY", jobKey, "atm", 1) end
     rcall("HSET", jobKey, "delay", delay)
     rcall("ZADD", K.delayed, wDelayedScore(readyAt), jobId)
     rcall("XADD", K.events, "*", "event", "delayed", "jobId", jobId, "delay", readyAt)
     wSignalDelayed()
-  elseif item.kind == "limit" then
+  elseif kind == "limit" then
     -- Same effect as a Node worker's rateLimit(ttl): the limiter counter is saturated for ttl.
-    rcall("SET", K.limiter, 9007199254740991, "PX", math.max(tonumber(item.ttl) or 1, 1))
+    rcall("SET", K.limiter, 9007199254740991, "PX", math.max(tonumber(ARGV[at + 7]) or 1, 1))
     local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
     if priority > 0 then
       -- Counter 0 puts it ahead of every job of the same priority.
@@ -131,16 +174,22 @@ local function finish(item)
     end
     rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "active")
   else
-    error("unknown finish kind " .. tostring(item.kind))
+    error("unknown finish kind " .. tostring(kind))
   end
   return 0
 end
 
-for i, item in ipairs(req.items) do
-  codes[i] = finish(item)
+for at = 3, #ARGV, 11 do
+  codes[#codes + 1] = finish(at)
 end
-for first = 1, #unlocked, 5000 do
-  rcall("SREM", K.stalled, unpack(unlocked, first, math.min(first + 4999, #unlocked)))
+flushAdds(K.completed)
+flushAdds(K.failed)
+for first = 1, #unlocked, 2000 do
+  local last = math.min(first + 1999, #unlocked)
+  local lockKeys = {}
+  for i = first, last do lockKeys[#lockKeys + 1] = queueBase .. unlocked[i] .. ":lock" end
+  rcall("DEL", unpack(lockKeys))
+  rcall("SREM", K.stalled, unpack(unlocked, first, last))
 end
 
 local fetched = { {}, 0, 0, 0 }

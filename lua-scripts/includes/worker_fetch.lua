@@ -11,11 +11,13 @@
     limiterMax      worker rate limit (jobs per limiterDuration), 0 when none
     limiterDuration worker rate limit window in ms
 
-  Returns { jobs, rateLimitTtl, nextDelayedAt, gated } where jobs is a flat list
-  { jobId, token, HGETALL(job), jobId, token, HGETALL(job), ... }, rateLimitTtl the ms until
-  the rate limiter lets jobs through again (0 when not limited) and nextDelayedAt the ready time
-  of the earliest delayed job (0 when none), both only meaningful when nothing was fetched, and
-  gated 1 when the queue is paused or at its global concurrency.
+  Returns { jobs, rateLimitTtl, nextDelayedAt, gated } where jobs lists the ids moved to active,
+  in order; the i-th job's lock token is tokenPrefix .. ":" .. (tokenSeq + i - 1). Job hashes are
+  not returned: the caller reads them with HGETALL outside the script, which costs Redis far
+  less than passing every field through Lua. rateLimitTtl is the ms until the rate limiter lets
+  jobs through again (0 when not limited) and nextDelayedAt the ready time of the earliest
+  delayed job (0 when none), both only meaningful when nothing was fetched, and gated 1 when the
+  queue is paused or at its global concurrency.
 ]]
 
 -- Rate-limit window still closed? Returns the remaining ms, 0 when jobs may run.
@@ -48,6 +50,47 @@ local function wTakeNext()
   return nil
 end
 
+-- Moves up to `want` ids from the wait list to active in a few variadic calls, in the order
+-- RPOPLPUSH one at a time would take them (the right end first), appending them to `out`.
+-- Returns how many were taken.
+local function wTakeFromWait(want, out)
+  local taken = 0
+  while taken < want do
+    local need = want - taken
+    local ids = rcall("LRANGE", K.wait, -need, -1)
+    local n = #ids
+    if n == 0 then break end
+    rcall("LTRIM", K.wait, 0, -(n + 1))
+    local moved = {}
+    for i = n, 1, -1 do
+      local jobId = ids[i]
+      -- Pre-5.0 BullMQ left "0:…" marker entries in wait; they are dropped.
+      if string.sub(jobId, 1, 2) ~= "0:" then
+        moved[#moved + 1] = jobId
+        out[#out + 1] = jobId
+      end
+    end
+    if #moved > 0 then rcall("LPUSH", K.active, unpack(moved)) end
+    taken = taken + #moved
+    if n < need then break end
+  end
+  return taken
+end
+
+-- Moves up to `want` ids from the prioritized zset (lowest score first) to active.
+local function wTakeFromPrioritized(want, out)
+  local popped = rcall("ZPOPMIN", K.prioritized, want)
+  local moved = {}
+  for i = 1, #popped, 2 do moved[#moved + 1] = popped[i] end
+  if #moved > 0 then
+    rcall("LPUSH", K.active, unpack(moved))
+    for _, jobId in ipairs(moved) do out[#out + 1] = jobId end
+  end
+  -- Nothing prioritized left: reset the counter as other clients do.
+  if #moved < want then rcall("DEL", K.pc) end
+  return #moved
+end
+
 local function wFetch(f)
   local now = tonumber(f.now)
   -- Numbers handed to redis.call are formatted with "%.14g" on every call, which is slow for
@@ -70,40 +113,49 @@ local function wFetch(f)
   local want = tonumber(f.count)
   if room and room < want then want = room end
 
-  local taken = 0
-  while taken < want do
-    if taken > 0 then
-      limitedTtl = wRateLimitTtl(maxJobs)
-      if limitedTtl > 0 then break end
-    end
-    local jobId = wTakeNext()
-    if not jobId then break end
-    taken = taken + 1
-    local jobKey = queueBase .. jobId
-
-    -- A deferred failure (`defa`) is failed right away by the worker and does not count
-    -- against the rate limit.
-    if maxJobs and rcall("HEXISTS", jobKey, "defa") == 0 then
-      if rcall("INCR", K.limiter) == 1 then
-        rcall("PEXPIRE", K.limiter, math.floor(math.abs(window)))
+  local ids = {}
+  if maxJobs then
+    -- Rate limited: one job at a time, each counted against the limiter before the next.
+    while #ids < want do
+      if #ids > 0 then
+        limitedTtl = wRateLimitTtl(maxJobs)
+        if limitedTtl > 0 then break end
+      end
+      local jobId = wTakeNext()
+      if not jobId then break end
+      ids[#ids + 1] = jobId
+      -- A deferred failure (`defa`) is failed right away by the worker and does not count
+      -- against the rate limit.
+      if rcall("HEXISTS", queueBase .. jobId, "defa") == 0 then
+        if rcall("INCR", K.limiter) == 1 then
+          rcall("PEXPIRE", K.limiter, math.floor(math.abs(window)))
+        end
       end
     end
+  elseif want > 0 then
+    local taken = wTakeFromWait(want, ids)
+    if taken < want then wTakeFromPrioritized(want - taken, ids) end
+  end
 
-    local token = f.tokenPrefix .. ":" .. string.format("%d", f.tokenSeq + taken - 1)
+  local name = f.name
+  if name == "" then name = nil end
+  local tokenPrefix = f.tokenPrefix .. ":"
+  local tokenSeq = f.tokenSeq
+  for i, jobId in ipairs(ids) do
+    local jobKey = queueBase .. jobId
+    local token = tokenPrefix .. string.format("%d", tokenSeq + i - 1)
     rcall("SET", jobKey .. ":lock", token, "PX", lockTtl)
     rcall("XADD", K.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")
-    if f.name and f.name ~= "" then
-      rcall("HSET", jobKey, "processedOn", nowText, "pb", f.name)
+    if name then
+      rcall("HSET", jobKey, "processedOn", nowText, "pb", name)
     else
       rcall("HSET", jobKey, "processedOn", nowText)
     end
-    rcall("HINCRBY", jobKey, "ats", "1")
-    jobs[#jobs + 1] = jobId
-    jobs[#jobs + 1] = token
-    jobs[#jobs + 1] = rcall("HGETALL", jobKey)
+    rcall("HINCRBY", jobKey, "ats", 1)
+    jobs[i] = jobId
   end
 
-  if taken > 0 then
+  if #ids > 0 then
     -- Work left over: wake another idle worker (we may not have had room for all of it).
     if rcall("LLEN", K.wait) > 0 or rcall("ZCARD", K.prioritized) > 0 then wSignalReady() end
     return { jobs, limitedTtl, 0, 0 }

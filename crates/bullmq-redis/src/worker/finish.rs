@@ -201,6 +201,7 @@ impl FinishReply {
     }
 }
 
+/// The JSON header of the finish script (`ARGV[2]`); the items follow as flat arguments.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct WireFinish<'a> {
@@ -208,109 +209,92 @@ struct WireFinish<'a> {
     metrics_max: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     fetch: Option<WireFetch<'a>>,
-    items: Vec<WireItem<'a>>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireItem<'a> {
-    id: &'a str,
-    token: &'a str,
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    value: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stacktrace: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    attempts: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    keep: Option<WireKeep>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    lifo: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    delay: Option<u64>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    skip_attempt: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ttl: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    atm: Option<u32>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    np: bool,
-}
-
-#[derive(Serialize)]
-struct WireKeep {
-    count: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    age: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    limit: Option<u64>,
-}
+/// Arguments per item, in the order `worker_finish_batch.lua` reads them.
+const ITEM_ARGS: usize = 11;
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn wire_keep(keep: Retention) -> WireKeep {
-    WireKeep {
-        count: keep
-            .count
-            .map_or(-1, |c| i64::try_from(c).unwrap_or(i64::MAX)),
-        age: keep.age.map(|a| a.as_secs()),
-        limit: keep.limit,
+fn text(value: Option<impl ToString>) -> Value {
+    value.map_or_else(|| Value::from(""), |v| Value::from(v.to_string()))
+}
+
+/// Appends `keepCount`, `keepAge`, `keepLimit`.
+fn push_keep(args: &mut Vec<Value>, keep: Option<Retention>) {
+    let Some(keep) = keep else {
+        args.extend([Value::from(""), Value::from(""), Value::from("")]);
+        return;
+    };
+    let count = keep
+        .count
+        .map_or(-1, |c| i64::try_from(c).unwrap_or(i64::MAX));
+    args.push(Value::from(count.to_string()));
+    args.push(text(keep.age.map(|a| a.as_secs())));
+    args.push(text(keep.limit));
+}
+
+/// One finish as the script reads it (see [`push_item`]).
+struct WireItem<'a> {
+    kind: &'static str,
+    flags: String,
+    value: Option<&'a str>,
+    stacktrace: Option<&'a str>,
+    /// Attempts made after this one, when the worker knows them.
+    atm: Option<u32>,
+    /// `attempts` (failed), delay ms (delay) or ttl ms (limit).
+    number: Option<u64>,
+    keep: Option<Retention>,
+}
+
+impl<'a> WireItem<'a> {
+    fn new(kind: &'static str, value: Option<&'a str>, stacktrace: Option<&'a str>) -> Self {
+        Self {
+            kind,
+            flags: String::new(),
+            value,
+            stacktrace,
+            atm: None,
+            number: None,
+            keep: None,
+        }
     }
 }
 
 fn wire_item(finish: &Finish) -> WireItem<'_> {
-    let mut item = WireItem {
-        id: &finish.job_id,
-        token: &finish.token,
-        kind: "",
-        value: None,
-        stacktrace: None,
-        attempts: None,
-        keep: None,
-        lifo: false,
-        delay: None,
-        skip_attempt: false,
-        ttl: None,
-        atm: None,
-        np: finish.facts.has_parent == Some(false),
-    };
     let next_attempts = finish
         .facts
         .attempts_made
         .map(|made| made.saturating_add(1));
-    match &finish.action {
-        FinishAction::Complete { returnvalue, keep } => {
-            item.kind = "completed";
-            item.atm = next_attempts;
-            item.value = Some(returnvalue);
-            item.keep = Some(wire_keep(*keep));
-        }
+    let mut item = match &finish.action {
+        FinishAction::Complete { returnvalue, keep } => WireItem {
+            atm: next_attempts,
+            keep: Some(*keep),
+            ..WireItem::new("completed", Some(returnvalue), None)
+        },
         FinishAction::Fail {
             reason,
             stacktrace,
             attempts,
             keep,
-        } => {
-            item.kind = "failed";
-            item.atm = next_attempts;
-            item.value = Some(reason);
-            item.stacktrace = stacktrace.as_deref();
-            item.attempts = Some(*attempts);
-            item.keep = Some(wire_keep(*keep));
-        }
+        } => WireItem {
+            atm: next_attempts,
+            number: Some(u64::from(*attempts)),
+            keep: Some(*keep),
+            ..WireItem::new("failed", Some(reason), stacktrace.as_deref())
+        },
         FinishAction::Retry {
             reason,
             stacktrace,
             lifo,
         } => {
-            item.kind = "retry";
-            item.value = Some(reason);
-            item.stacktrace = stacktrace.as_deref();
-            item.lifo = *lifo;
+            let mut item = WireItem::new("retry", Some(reason), stacktrace.as_deref());
+            if *lifo {
+                item.flags.push('l');
+            }
+            item
         }
         FinishAction::Delay {
             delay,
@@ -318,18 +302,45 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
             stacktrace,
             skip_attempt,
         } => {
-            item.kind = "delay";
-            item.delay = Some(millis(*delay));
-            item.value = reason.as_deref();
-            item.stacktrace = stacktrace.as_deref();
-            item.skip_attempt = *skip_attempt;
+            let mut item = WireItem {
+                number: Some(millis(*delay)),
+                ..WireItem::new("delay", reason.as_deref(), stacktrace.as_deref())
+            };
+            if *skip_attempt {
+                item.flags.push('k');
+            }
+            item
         }
-        FinishAction::RateLimit { ttl } => {
-            item.kind = "limit";
-            item.ttl = Some(millis(*ttl));
-        }
+        FinishAction::RateLimit { ttl } => WireItem {
+            number: Some(millis(*ttl)),
+            ..WireItem::new("limit", None, None)
+        },
+    };
+    if finish.facts.has_parent == Some(false) {
+        item.flags.push('n');
+    }
+    if item.value.is_some() {
+        item.flags.push('v');
+    }
+    if item.stacktrace.is_some() {
+        item.flags.push('s');
     }
     item
+}
+
+/// Appends the [`ITEM_ARGS`] arguments of one finish:
+/// `id, token, kind, flags, value, stacktrace, atm, number, keepCount, keepAge, keepLimit`.
+fn push_item(args: &mut Vec<Value>, finish: &Finish) {
+    let item = wire_item(finish);
+    args.push(Value::from(finish.job_id.as_str()));
+    args.push(Value::from(finish.token.as_str()));
+    args.push(Value::from(item.kind));
+    args.push(Value::from(item.flags));
+    args.push(Value::from(item.value.unwrap_or("")));
+    args.push(Value::from(item.stacktrace.unwrap_or("")));
+    args.push(text(item.atm));
+    args.push(text(item.number));
+    push_keep(args, item.keep);
 }
 
 /// Finishes `finishes` in one script call and, when `fetch` is given, fetches jobs for the
@@ -360,16 +371,15 @@ pub async fn finish_batch(
         now: now_ms,
         metrics_max: metrics_max_points,
         fetch: fetch.map(|f| f.wire(now_ms)),
-        items: finishes.iter().map(wire_item).collect(),
     };
     let wire = serde_json::to_string(&wire).map_err(|e| unexpected(script, e.to_string()))?;
-    let reply: Value = FINISH_BATCH
-        .run(
-            client,
-            keys.script_keys(),
-            vec![keys.queue().base().into(), wire.into()],
-        )
-        .await?;
+    let mut args: Vec<Value> = Vec::with_capacity(2 + finishes.len() * ITEM_ARGS);
+    args.push(keys.queue().base().into());
+    args.push(wire.into());
+    for finish in finishes {
+        push_item(&mut args, finish);
+    }
+    let reply: Value = FINISH_BATCH.run(client, keys.script_keys(), args).await?;
     let mut parts = array(script, reply)?.into_iter();
     let (Some(codes), Some(fetched)) = (parts.next(), parts.next()) else {
         return Err(unexpected(script, "finish reply has fewer than 2 parts"));
@@ -386,6 +396,6 @@ pub async fn finish_batch(
     }
     Ok(FinishReply {
         codes,
-        fetched: parse_fetched(script, fetched)?,
+        fetched: parse_fetched(client, keys, script, fetched, fetch).await?,
     })
 }

@@ -51,8 +51,20 @@ pub(crate) fn integer(script: &'static str, value: Value) -> Result<i64> {
     }
 }
 
-/// An `HGETALL` reply (flat field, value list) as a map.
+/// An `HGETALL` reply (flat field, value list, or a map) as a map.
 pub(crate) fn hash(script: &'static str, value: Value) -> Result<HashMap<String, String>> {
+    if let Value::Map(map) = value {
+        return map
+            .inner()
+            .into_iter()
+            .map(|(field, value)| {
+                let field = field
+                    .into_string()
+                    .ok_or_else(|| unexpected(script, "hash field is not text"))?;
+                Ok((field, string(script, value)?))
+            })
+            .collect();
+    }
     let items = array(script, value)?;
     let mut map = HashMap::with_capacity(items.len() / 2);
     let mut iter = items.into_iter();
