@@ -120,18 +120,20 @@ fn target_row(
 /// × the issue's figure for it (`issue`) when the official side did not run.
 fn relative_target(factor: f64, measured: Option<f64>, issue: f64, unit: &str) -> (f64, String) {
     let op = if factor >= 1.0 { "≥" } else { "≤" };
+    // Rates read best as whole jobs/s, µs with one decimal.
+    let d = if unit.is_empty() { 0 } else { 1 };
     match measured {
         Some(official) => (
             factor * official,
             format!(
-                "{op} {factor}× official (measured {official:.1}{unit} → {:.1}{unit})",
+                "{op} {factor}× official (measured {official:.d$}{unit} → {:.d$}{unit})",
                 factor * official
             ),
         ),
         None => (
             factor * issue,
             format!(
-                "{op} {:.0}{unit} ({factor}× the issue's official ≈ {issue:.0}{unit}; official not run)",
+                "{op} {:.d$}{unit} ({factor}× the issue's official ≈ {issue:.0}{unit}; official not run)",
                 factor * issue
             ),
         ),
@@ -295,4 +297,62 @@ async fn render(
     let _ = writeln!(out, "\n## Producer\n");
     out.push_str(producer_table);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(implementation: &'static str, scenario: &str, rate: f64) -> Measurement {
+        Measurement {
+            scenario: scenario.into(),
+            implementation,
+            jobs: 1000,
+            seconds: 1000.0 / rate,
+            jobs_per_sec: rate,
+            redis_cpu_us_per_job: 10.0,
+            client_cpu_ms: None,
+            add_p50_ms: None,
+            add_p99_ms: None,
+        }
+    }
+
+    #[test]
+    fn targets_use_the_official_figures_of_the_same_run() {
+        let ours = WorkerMeasurement::new("rust", "worker_1x100", 1000, (1, 100, 0), 0.02)
+            .redis_cpu(0.014);
+        let official = WorkerMeasurement::new("official", "worker_1x100", 1000, (1, 100, 0), 0.04)
+            .redis_cpu(0.030);
+        let producer = [
+            bulk("rust", "add_bulk_50", 70_000.0),
+            bulk("rust", "add_bulk_1000", 60_000.0),
+            bulk("official", "add_bulk_50", 30_000.0),
+            bulk("official", "add_bulk_1000", 40_000.0),
+            bulk("official", "add", 90_000.0),
+        ];
+        let table = targets(&[ours, official], &producer);
+        // 50 000 jobs/s against 2 × 25 000.
+        assert!(
+            table.contains("| ≥ 2× official (measured 25000 → 50000) | 50000.00 | yes |"),
+            "{table}"
+        );
+        // 14 µs against 0.5 × 30 µs.
+        assert!(
+            table.contains("| ≤ 0.5× official (measured 30.0 µs → 15.0 µs) | 14.00 | yes |"),
+            "{table}"
+        );
+        // Best bulk 70 000 against 2 × the official's best bulk (40 000), not its `add`.
+        assert!(
+            table.contains("| ≥ 2× official (measured 40000 → 80000) | 70000.00 | no |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn targets_fall_back_to_the_issue_figures_without_the_official_side() {
+        let ours = WorkerMeasurement::new("rust", "worker_1x100", 1000, (1, 100, 0), 0.02);
+        let table = targets(&[ours], &[bulk("rust", "add_bulk_50", 70_000.0)]);
+        assert!(table.contains("official not run"), "{table}");
+        assert!(table.contains("≥ 48000 (2× the issue's"), "{table}");
+    }
 }
