@@ -4,6 +4,7 @@
 //! [`Queue::add`](crate::Queue::add) wrote), and does not change when the job moves on. Read it
 //! again for fresh state.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bullmq_protocol::job_record::{JobRecord, ParentInfo};
@@ -29,8 +30,16 @@ use crate::error::{QueueError, Result};
 /// assert_eq!(job.data::<Email>().unwrap().to, "a@b.c");
 /// assert_eq!(job.attempts_made(), 0);
 /// ```
+///
+/// Cloning is cheap (the decoded record is shared): the worker keeps one handle while the
+/// processor gets another, and 10 000 in-flight jobs do not hold 10 000 deep copies.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
+    inner: Arc<JobInner>,
+}
+
+#[derive(Debug, PartialEq)]
+struct JobInner {
     queue_name: String,
     record: JobRecord,
 }
@@ -39,8 +48,10 @@ impl Job {
     /// Wraps a decoded record of queue `queue_name`.
     pub fn from_record(queue_name: impl Into<String>, record: JobRecord) -> Self {
         Self {
-            queue_name: queue_name.into(),
-            record,
+            inner: Arc::new(JobInner {
+                queue_name: queue_name.into(),
+                record,
+            }),
         }
     }
 
@@ -63,17 +74,17 @@ impl Job {
 
     /// The queue this job belongs to (its name, without prefix).
     pub fn queue_name(&self) -> &str {
-        &self.queue_name
+        &self.inner.queue_name
     }
 
     /// The job id.
     pub fn id(&self) -> &str {
-        &self.record.id
+        &self.inner.record.id
     }
 
     /// The job name.
     pub fn name(&self) -> &str {
-        &self.record.name
+        &self.inner.record.name
     }
 
     /// The data, deserialised into `T`.
@@ -82,116 +93,118 @@ impl Job {
     ///
     /// [`QueueError::Json`] when the data does not have the shape of `T`.
     pub fn data<T: DeserializeOwned>(&self) -> Result<T> {
-        Ok(T::deserialize(&self.record.data)?)
+        Ok(T::deserialize(&self.inner.record.data)?)
     }
 
     /// The data as a JSON value.
     pub fn data_value(&self) -> &Value {
-        &self.record.data
+        &self.inner.record.data
     }
 
     /// The data exactly as stored.
     pub fn data_raw(&self) -> &str {
-        &self.record.data_raw
+        &self.inner.record.data_raw
     }
 
     /// The job's options.
     pub fn opts(&self) -> &JobOptions {
-        &self.record.opts
+        &self.inner.record.opts
     }
 
     /// Creation time, ms since the Unix epoch.
     pub fn timestamp(&self) -> u64 {
-        self.record.timestamp
+        self.inner.record.timestamp
     }
 
     /// Delay requested when the job was added (or last delayed).
     pub fn delay(&self) -> Duration {
-        Duration::from_millis(self.record.delay)
+        Duration::from_millis(self.inner.record.delay)
     }
 
     /// Priority (`0` = none, lower runs first).
     pub fn priority(&self) -> u32 {
-        self.record.priority
+        self.inner.record.priority
     }
 
     /// Progress: a number or an object (`0` until reported).
     pub fn progress(&self) -> &Value {
-        &self.record.progress
+        &self.inner.record.progress
     }
 
     /// Attempts that finished (failed or completed) (`atm`).
     pub fn attempts_made(&self) -> u32 {
-        self.record.attempts_made
+        self.inner.record.attempts_made
     }
 
     /// Attempts that started (`ats`).
     pub fn attempts_started(&self) -> u32 {
-        self.record.attempts_started
+        self.inner.record.attempts_started
     }
 
     /// How often the job stalled (`stc`).
     pub fn stalled_counter(&self) -> u32 {
-        self.record.stalled_counter
+        self.inner.record.stalled_counter
     }
 
     /// When the current or last attempt started, ms since the Unix epoch.
     pub fn processed_on(&self) -> Option<u64> {
-        self.record.processed_on
+        self.inner.record.processed_on
     }
 
     /// When the job finished, ms since the Unix epoch.
     pub fn finished_on(&self) -> Option<u64> {
-        self.record.finished_on
+        self.inner.record.finished_on
     }
 
     /// The processor's return value, for completed jobs.
     pub fn returnvalue(&self) -> Option<&Value> {
-        self.record.returnvalue.as_ref()
+        self.inner.record.returnvalue.as_ref()
     }
 
     /// The failure message, for failed (or retried) jobs.
     pub fn failed_reason(&self) -> Option<&str> {
-        self.record.failed_reason.as_deref()
+        self.inner.record.failed_reason.as_deref()
     }
 
     /// Stack traces of the failed attempts.
     pub fn stacktrace(&self) -> &[String] {
-        &self.record.stacktrace
+        &self.inner.record.stacktrace
     }
 
     /// Name of the worker that processed the job (`pb`).
     pub fn processed_by(&self) -> Option<&str> {
-        self.record.processed_by.as_deref()
+        self.inner.record.processed_by.as_deref()
     }
 
     /// The parent's job key, for a child of a flow.
     pub fn parent_key(&self) -> Option<&str> {
-        self.record.parent_key.as_deref()
+        self.inner.record.parent_key.as_deref()
     }
 
     /// The parent's id and queue, for a child of a flow.
     pub fn parent(&self) -> Option<&ParentInfo> {
-        self.record.parent.as_ref()
+        self.inner.record.parent.as_ref()
     }
 
     /// The job scheduler that produced the job (`rjk`).
     pub fn repeat_job_key(&self) -> Option<&str> {
-        self.record.repeat_job_key.as_deref()
+        self.inner.record.repeat_job_key.as_deref()
     }
 
     /// The deduplication id (`deid`).
     pub fn deduplication_id(&self) -> Option<&str> {
-        self.record.deduplication_id.as_deref()
+        self.inner.record.deduplication_id.as_deref()
     }
 
     /// The whole decoded record.
     pub fn record(&self) -> &JobRecord {
-        &self.record
+        &self.inner.record
     }
 
-    /// Consumes the job, returning its record.
+    /// Consumes the job, returning its record (copied only when another handle to the same
+    /// job is still alive).
     pub fn into_record(self) -> JobRecord {
-        self.record
+        Arc::try_unwrap(self.inner)
+            .map_or_else(|shared| shared.record.clone(), |inner| inner.record)
     }
 }

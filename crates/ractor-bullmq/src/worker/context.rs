@@ -18,14 +18,20 @@ use crate::telemetry::{self, JobTelemetry};
 /// now) or is force-closed; [`JobContext::cancel_reason`] says which. The worker stops waiting
 /// for the processor at that point (its future is dropped), so long computations should check
 /// the token between steps.
+///
+/// Cloning is cheap: clones share one context.
 #[derive(Clone)]
 pub struct JobContext {
+    inner: Arc<ContextInner>,
+}
+
+struct ContextInner {
     job_id: String,
     job_name: String,
     attempt: u32,
     keep_logs: Option<u64>,
     cancel: CancellationToken,
-    reason: Arc<OnceLock<CancelReason>>,
+    reason: OnceLock<CancelReason>,
     store: Arc<dyn Store>,
     callbacks: WorkerCallbacks,
     worker: Arc<str>,
@@ -34,9 +40,9 @@ pub struct JobContext {
 impl fmt::Debug for JobContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JobContext")
-            .field("job_id", &self.job_id)
-            .field("attempt", &self.attempt)
-            .field("cancelled", &self.cancel.is_cancelled())
+            .field("job_id", &self.inner.job_id)
+            .field("attempt", &self.inner.attempt)
+            .field("cancelled", &self.inner.cancel.is_cancelled())
             .finish_non_exhaustive()
     }
 }
@@ -52,47 +58,49 @@ impl JobContext {
         worker: Arc<str>,
     ) -> Self {
         Self {
-            job_id,
-            job_name,
-            worker,
-            attempt,
-            keep_logs,
-            cancel: CancellationToken::new(),
-            reason: Arc::new(OnceLock::new()),
-            store,
-            callbacks,
+            inner: Arc::new(ContextInner {
+                job_id,
+                job_name,
+                worker,
+                attempt,
+                keep_logs,
+                cancel: CancellationToken::new(),
+                reason: OnceLock::new(),
+                store,
+                callbacks,
+            }),
         }
     }
 
     /// The job's id.
     pub fn job_id(&self) -> &str {
-        &self.job_id
+        &self.inner.job_id
     }
 
     /// This attempt's number, from 1 (Node `job.attemptsMade + 1`).
     pub fn attempt(&self) -> u32 {
-        self.attempt
+        self.inner.attempt
     }
 
     /// The job's cancellation token.
     pub fn cancellation_token(&self) -> &CancellationToken {
-        &self.cancel
+        &self.inner.cancel
     }
 
     /// Whether the job was cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.inner.cancel.is_cancelled()
     }
 
     /// Why the job was cancelled, once it was.
     pub fn cancel_reason(&self) -> Option<CancelReason> {
-        self.reason.get().copied()
+        self.inner.reason.get().copied()
     }
 
     /// Cancels the job's token with `reason` (the first reason sticks).
     pub(crate) fn cancel(&self, reason: CancelReason) {
-        let _ = self.reason.set(reason);
-        self.cancel.cancel();
+        let _ = self.inner.reason.set(reason);
+        self.inner.cancel.cancel();
     }
 
     /// Stores the job's progress (any JSON: a number, an object) and emits a `progress` event.
@@ -102,12 +110,19 @@ impl JobContext {
     /// The backend's error when the update could not be stored.
     pub async fn update_progress(&self, progress: impl Into<Value>) -> StoreResult<()> {
         let progress = progress.into();
-        self.store.update_progress(&self.job_id, &progress).await?;
-        let jt = JobTelemetry::new(self.store.queue_name(), &self.job_id, &self.job_name)
-            .attempt(self.attempt)
-            .worker(&self.worker);
+        self.inner
+            .store
+            .update_progress(&self.inner.job_id, &progress)
+            .await?;
+        let jt = JobTelemetry::new(
+            self.inner.store.queue_name(),
+            &self.inner.job_id,
+            &self.inner.job_name,
+        )
+        .attempt(self.inner.attempt)
+        .worker(&self.inner.worker);
         telemetry::job_progress(&jt, &progress);
-        self.callbacks.progress(&self.job_id, &progress);
+        self.inner.callbacks.progress(&self.inner.job_id, &progress);
         Ok(())
     }
 
@@ -118,8 +133,9 @@ impl JobContext {
     ///
     /// The backend's error when the line could not be stored.
     pub async fn log(&self, line: impl AsRef<str>) -> StoreResult<u64> {
-        self.store
-            .add_log(&self.job_id, line.as_ref(), self.keep_logs)
+        self.inner
+            .store
+            .add_log(&self.inner.job_id, line.as_ref(), self.inner.keep_logs)
             .await
     }
 
@@ -129,6 +145,9 @@ impl JobContext {
     ///
     /// The backend's error when the data could not be stored.
     pub async fn update_data(&self, data: Value) -> StoreResult<()> {
-        self.store.update_data(&self.job_id, &data).await
+        self.inner
+            .store
+            .update_data(&self.inner.job_id, &data)
+            .await
     }
 }

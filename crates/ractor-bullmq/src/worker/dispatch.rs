@@ -9,6 +9,7 @@ use super::callbacks::FailedJob;
 use super::context::JobContext;
 use super::errors::WorkerError;
 use super::job_actor::{JobActor, JobActorArgs};
+use super::job_runner::{spawn_task, JobRunner};
 use super::lock_manager::LockManagerMsg;
 use super::outcome::{classify, record, CancelReason, Ended, JobOutcome};
 use super::worker::{
@@ -439,38 +440,52 @@ impl WorkerState {
         let span = telemetry::process_span(&jt);
         let active = telemetry::job_started(&jt, telemetry::wait_time(&job));
         self.callbacks.active(&job);
-        let args = JobActorArgs {
-            job: job.clone(),
-            context: context.clone(),
-            processor: self.processor.clone(),
-            worker: myself.clone(),
-            span,
-        };
-        match Actor::spawn_linked(None, JobActor, args, myself.get_cell()).await {
-            Ok((actor, _)) => {
-                self.job_actors.insert(actor.get_id(), id.clone());
-                if let Some(lm) = &self.lock_manager {
-                    let _ = lm.cast(LockManagerMsg::Track {
-                        job_id: id.clone(),
-                        token: token.clone(),
-                    });
+        let runner = match self.opts.job_runner {
+            JobRunner::Task => Some(spawn_task(
+                job.clone(),
+                context.clone(),
+                self.processor.clone(),
+                myself.clone(),
+                span,
+            )),
+            JobRunner::Actor => {
+                let args = JobActorArgs {
+                    job: job.clone(),
+                    context: context.clone(),
+                    processor: self.processor.clone(),
+                    worker: myself.clone(),
+                    span,
+                };
+                match Actor::spawn_linked(None, JobActor, args, myself.get_cell()).await {
+                    Ok((actor, _)) => {
+                        self.job_actors.insert(actor.get_id(), id.clone());
+                        None
+                    }
+                    Err(error) => {
+                        let message = format!("could not start the job actor: {error}");
+                        let duration = active.elapsed();
+                        self.record_outcome(job, token, JobOutcome::Panicked { message }, duration);
+                        return;
+                    }
                 }
-                self.running.insert(
-                    id,
-                    RunningJob {
-                        job,
-                        token,
-                        context,
-                        active,
-                    },
-                );
             }
-            Err(error) => {
-                let message = format!("could not start the job actor: {error}");
-                let duration = active.elapsed();
-                self.record_outcome(job, token, JobOutcome::Panicked { message }, duration);
-            }
+        };
+        if let Some(lm) = &self.lock_manager {
+            let _ = lm.cast(LockManagerMsg::Track {
+                job_id: id.clone(),
+                token: token.clone(),
+            });
         }
+        self.running.insert(
+            id,
+            RunningJob {
+                job,
+                token,
+                context,
+                active,
+                _task: runner,
+            },
+        );
     }
 
     fn job_ended(&mut self, job_id: String, ended: Ended) {

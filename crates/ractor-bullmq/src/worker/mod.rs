@@ -1,8 +1,8 @@
-//! The Worker actor and its LockManager and job actors.
+//! The Worker actor, its LockManager and its jobs.
 //!
 //! A [`Worker`] consumes one queue with `concurrency` slots: it fetches jobs in batches (one
-//! script call moves up to its free slots of jobs to active), runs each in a linked job actor
-//! with the user's [`Processor`], keeps their locks alive through a linked LockManager, and
+//! script call moves up to its free slots of jobs to active), runs each with the user's
+//! [`Processor`] on a task it supervises (or a linked job actor, see [`JobRunner`]), keeps their locks alive through a linked LockManager, and
 //! records finished jobs in batches whose round trip also fetches the next jobs. An idle worker
 //! blocks on `BZPOPMIN marker` on a connection of its own.
 //!
@@ -29,6 +29,7 @@ mod dispatch;
 mod errors;
 mod handle;
 mod job_actor;
+mod job_runner;
 mod lock_manager;
 mod options;
 mod outcome;
@@ -45,6 +46,7 @@ pub use context::JobContext;
 pub use errors::{DelayedError, RateLimitError, UnrecoverableError, WorkerError};
 pub use handle::WorkerHandle;
 pub use job_actor::JobActorMsg;
+pub use job_runner::JobRunner;
 pub use lock_manager::{LockManager, LockManagerArgs, LockManagerMsg, LockManagerState};
 pub use options::{BackoffStrategy, Limiter, WorkerOptions};
 pub use outcome::{CancelReason, JobOutcome};
@@ -52,7 +54,7 @@ pub use worker::{CloseReport, Internal, Worker, WorkerArgs, WorkerMsg};
 
 pub use crate::job::Job;
 
-// The testing module runs processors exactly as job actors do.
+// The testing module runs processors exactly as the worker does.
 #[cfg(feature = "test-util")]
 pub(crate) use job_actor::run as run_job;
 #[cfg(feature = "test-util")]

@@ -9,7 +9,7 @@ use bullmq_protocol::keys::DEFAULT_PREFIX;
 use bullmq_protocol::KeepJobs;
 
 use super::errors::WorkerError;
-use super::Job;
+use super::{Job, JobRunner};
 
 /// A custom backoff strategy: given the attempts made so far (including the one that just
 /// failed), the job, and the failure message, the delay before the next attempt, or `None` to
@@ -74,6 +74,8 @@ pub struct WorkerOptions {
     pub max_finish_batch: usize,
     /// Custom backoff strategies by `backoff.type` name (Node `settings.backoffStrategy`).
     pub backoff_strategies: HashMap<String, BackoffStrategy>,
+    /// How each in-flight job runs: a task the Worker supervises (default) or a linked actor.
+    pub job_runner: JobRunner,
 }
 
 impl Default for WorkerOptions {
@@ -97,6 +99,7 @@ impl Default for WorkerOptions {
             metrics_max_data_points: 0,
             max_finish_batch: 1000,
             backoff_strategies: HashMap::new(),
+            job_runner: JobRunner::default(),
         }
     }
 }
@@ -125,6 +128,7 @@ impl fmt::Debug for WorkerOptions {
                 "backoff_strategies",
                 &self.backoff_strategies.keys().collect::<Vec<_>>(),
             )
+            .field("job_runner", &self.job_runner)
             .finish()
     }
 }
@@ -166,6 +170,8 @@ impl WorkerOptions {
         metrics_max_data_points: u32);
     setter!(/// Sets [`WorkerOptions::max_finish_batch`].
         max_finish_batch: usize);
+    setter!(/// Sets [`WorkerOptions::job_runner`].
+        job_runner: JobRunner);
 
     /// Sets [`WorkerOptions::lock_renew_time`].
     #[must_use]

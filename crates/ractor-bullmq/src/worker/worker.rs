@@ -188,6 +188,9 @@ pub(super) struct RunningJob {
     pub(super) context: JobContext,
     /// Telemetry guard of the attempt (`bullmq_worker_active_jobs` while it lives).
     pub(super) active: telemetry::ActiveJob,
+    /// The job's task ([`JobRunner::Task`](super::JobRunner::Task)), aborted if the Worker
+    /// drops it while the job still runs.
+    pub(super) _task: Option<super::job_runner::JobTask>,
 }
 
 #[derive(Debug)]
