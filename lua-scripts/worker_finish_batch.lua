@@ -39,13 +39,22 @@ local function saveFailure(jobKey, value, stacktrace)
   if stacktrace then rcall("HSET", jobKey, "stacktrace", stacktrace) end
 end
 
-local function hasFlag(flags, flag)
-  return string.find(flags, flag, 1, true) ~= nil
+-- Decoded flag strings: a batch repeats a handful of them.
+local flagSets = {}
+local function flagsOf(flags)
+  local set = flagSets[flags]
+  if not set then
+    set = {}
+    for i = 1, #flags do set[string.sub(flags, i, i)] = true end
+    flagSets[flags] = set
+  end
+  return set
 end
 
 -- Jobs whose lock this call released: their locks are deleted and they leave `stalled` in one
 -- DEL and one SREM after the items (before any fetch, which may lock them again).
 local unlocked = {}
+local unlockedKeys = {}
 local released = {}
 
 -- Finished ids waiting for one variadic ZADD (score `now`) per finished set. Only jobs kept
@@ -69,12 +78,11 @@ local function flushAdds(setKey)
 end
 
 local function finish(at)
-  local jobId, token, kind, flags = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+  local jobId, token, kind = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+  local flags = flagsOf(ARGV[at + 3])
   local value, stacktrace = nil, nil
-  if flags ~= "" then
-    if hasFlag(flags, "v") then value = ARGV[at + 4] end
-    if hasFlag(flags, "s") then stacktrace = ARGV[at + 5] end
-  end
+  if flags.v then value = ARGV[at + 4] end
+  if flags.s then stacktrace = ARGV[at + 5] end
   local jobKey = queueBase .. jobId
   local lockKey = jobKey .. ":lock"
   -- The lock first: when it holds our token the job exists (a job is never deleted while
@@ -90,6 +98,7 @@ local function finish(at)
   if kind == "completed" and rcall("SCARD", jobKey .. ":dependencies") > 0 then return -4 end
   released[jobId] = true
   unlocked[#unlocked + 1] = jobId
+  unlockedKeys[#unlockedKeys + 1] = lockKey
   if rcall("LREM", K.active, "-1", jobId) < 1 then return -3 end
 
   if kind == "completed" or kind == "failed" then
@@ -97,7 +106,7 @@ local function finish(at)
     local completed = kind == "completed"
     if not completed then saveFailure(jobKey, value, stacktrace) end
     -- Flows: tell the parent before this job's own state changes (as other clients order it).
-    if hasFlag(flags, "n") then
+    if flags.n then
       -- No parent: nothing to tell.
     elseif completed then
       wChildCompleted(jobKey, value, now)
@@ -148,14 +157,14 @@ local function finish(at)
   elseif kind == "retry" then
     saveFailure(jobKey, value, stacktrace)
     local gated = wQueueGates()
-    wEnqueueReady(jobId, hasFlag(flags, "l") and "RPUSH" or "LPUSH", gated)
-    rcall("HINCRBY", jobKey, "atm", 1)
+    wEnqueueReady(jobId, flags.l and "RPUSH" or "LPUSH", gated)
+    rcall("HINCRBY", jobKey, "atm", "1")
     rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "active")
   elseif kind == "delay" then
     saveFailure(jobKey, value, stacktrace)
     local delay = tonumber(ARGV[at + 7]) or 0
     local readyAt = now + math.max(delay, 0)
-    if not hasFlag(flags, "k") then rcall("HINCRBY", jobKey, "atm", 1) end
+    if not flags.k then rcall("HINCRBY", jobKey, "atm", 1) end
     rcall("HSET", jobKey, "delay", delay)
     rcall("ZADD", K.delayed, wDelayedScore(readyAt), jobId)
     rcall("XADD", K.events, "*", "event", "delayed", "jobId", jobId, "delay", readyAt)
@@ -186,9 +195,7 @@ flushAdds(K.completed)
 flushAdds(K.failed)
 for first = 1, #unlocked, 2000 do
   local last = math.min(first + 1999, #unlocked)
-  local lockKeys = {}
-  for i = first, last do lockKeys[#lockKeys + 1] = queueBase .. unlocked[i] .. ":lock" end
-  rcall("DEL", unpack(lockKeys))
+  rcall("DEL", unpack(unlockedKeys, first, last))
   rcall("SREM", K.stalled, unpack(unlocked, first, last))
 end
 

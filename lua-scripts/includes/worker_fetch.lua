@@ -151,7 +151,7 @@ local function wFetch(f)
     else
       rcall("HSET", jobKey, "processedOn", nowText)
     end
-    rcall("HINCRBY", jobKey, "ats", 1)
+    rcall("HINCRBY", jobKey, "ats", "1")
     jobs[i] = jobId
   end
 

@@ -228,10 +228,8 @@ fn push_keep(args: &mut Vec<Value>, keep: Option<Retention>) {
         args.extend([Value::from(""), Value::from(""), Value::from("")]);
         return;
     };
-    let count = keep
-        .count
-        .map_or(-1, |c| i64::try_from(c).unwrap_or(i64::MAX));
-    args.push(Value::from(count.to_string()));
+    // Empty: keep all.
+    args.push(text(keep.count));
     args.push(text(keep.age.map(|a| a.as_secs())));
     args.push(text(keep.limit));
 }
