@@ -4,9 +4,10 @@
   KEYS: the worker layout described in includes/worker_common.lua.
   ARGV[1] queue base
   ARGV[2] JSON { now, metricsMax, fetch = <fetch request or null> }
-  ARGV[3..] the items, 11 arguments each (flat: decoding them as JSON costs Redis more):
-    id, token, kind, flags, value, stacktrace, atm, number, keepCount, keepAge, keepLimit
-  where kind is
+  ARGV[3..] the items, flat (decoding them as JSON costs Redis more): id, token, spec, value and,
+  when the spec has flag "s", stacktrace. spec is
+    "kind|flags|atm|number|keepCount|keepAge|keepLimit"
+  and is decoded once per distinct text (a batch repeats a few). kind is
     "completed" value (returnvalue JSON), keep*
     "failed"    value (failedReason), stacktrace (JSON), number = attempts, keep*
     "retry"     value, stacktrace; flag "l" lifo: back to wait / prioritized now (`waiting` event)
@@ -39,16 +40,22 @@ local function saveFailure(jobKey, value, stacktrace)
   if stacktrace then rcall("HSET", jobKey, "stacktrace", stacktrace) end
 end
 
--- Decoded flag strings: a batch repeats a handful of them.
-local flagSets = {}
-local function flagsOf(flags)
-  local set = flagSets[flags]
-  if not set then
-    set = {}
-    for i = 1, #flags do set[string.sub(flags, i, i)] = true end
-    flagSets[flags] = set
-  end
-  return set
+local specs = {}
+local function specOf(text)
+  local spec = specs[text]
+  if spec then return spec end
+  local kind, flags, atm, number, keepCount, keepAge, keepLimit =
+    string.match(text, "^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$")
+  if not kind then error("malformed finish item spec " .. text) end
+  spec = {
+    kind = kind, flags = {}, number = tonumber(number),
+    atm = atm ~= "" and atm or nil, attemptsMade = tonumber(atm),
+    keepCount = tonumber(keepCount) or -1, keepAge = tonumber(keepAge),
+    keepLimit = tonumber(keepLimit) or 1000,
+  }
+  for i = 1, #flags do spec.flags[string.sub(flags, i, i)] = true end
+  specs[text] = spec
+  return spec
 end
 
 -- Jobs whose lock this call released: their locks are deleted and they leave `stalled` in one
@@ -77,12 +84,11 @@ local function flushAdds(setKey)
   end
 end
 
-local function finish(at)
-  local jobId, token, kind = ARGV[at], ARGV[at + 1], ARGV[at + 2]
-  local flags = flagsOf(ARGV[at + 3])
+local function finish(at, spec)
+  local jobId, token, kind, flags = ARGV[at], ARGV[at + 1], spec.kind, spec.flags
   local value, stacktrace = nil, nil
-  if flags.v then value = ARGV[at + 4] end
-  if flags.s then stacktrace = ARGV[at + 5] end
+  if flags.v then value = ARGV[at + 3] end
+  if flags.s then stacktrace = ARGV[at + 4] end
   local jobKey = queueBase .. jobId
   local lockKey = jobKey .. ":lock"
   -- The lock first: when it holds our token the job exists (a job is never deleted while
@@ -113,13 +119,12 @@ local function finish(at)
     else
       wChildFailed(jobKey, value, now)
     end
-    local atm = ARGV[at + 6]
-    local attemptsMade = tonumber(atm)
+    local atm = spec.atm
+    local attemptsMade = spec.attemptsMade
     if not attemptsMade then attemptsMade = rcall("HINCRBY", jobKey, "atm", 1) end
     local field = completed and "returnvalue" or "failedReason"
     local setKey = completed and K.completed or K.failed
-    local keepCount = tonumber(ARGV[at + 8]) or -1
-    local keepAge = tonumber(ARGV[at + 9])
+    local keepCount, keepAge = spec.keepCount, spec.keepAge
     local trims = keepCount > 0 or keepAge ~= nil
     if keepCount ~= 0 then
       if trims then
@@ -133,21 +138,21 @@ local function finish(at)
         end
         ids[#ids + 1] = jobId
       end
-      if atm ~= "" then
+      if atm then
         rcall("HSET", jobKey, field, value, "finishedOn", nowText, "atm", atm)
       else
         rcall("HSET", jobKey, field, value, "finishedOn", nowText)
       end
       if not completed then rcall("HDEL", jobKey, "defa") end
       if keepAge then
-        wTrimByAge(setKey, now, keepAge, tonumber(ARGV[at + 10]) or 1000)
+        wTrimByAge(setKey, now, keepAge, spec.keepLimit)
       end
       if keepCount > 0 then wTrimByCount(setKey, keepCount) end
     else
       wDeleteJob(jobId)
     end
     rcall("XADD", K.events, "*", "event", kind, "jobId", jobId, field, value, "prev", "active")
-    if not completed and attemptsMade >= (tonumber(ARGV[at + 7]) or 0) then
+    if not completed and attemptsMade >= (spec.number or 0) then
       rcall("XADD", K.events, "*", "event", "retries-exhausted", "jobId", jobId,
             "attemptsMade", attemptsMade)
     end
@@ -162,7 +167,7 @@ local function finish(at)
     rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "active")
   elseif kind == "delay" then
     saveFailure(jobKey, value, stacktrace)
-    local delay = tonumber(ARGV[at + 7]) or 0
+    local delay = spec.number or 0
     local readyAt = now + math.max(delay, 0)
     if not flags.k then rcall("HINCRBY", jobKey, "atm", 1) end
     rcall("HSET", jobKey, "delay", delay)
@@ -171,7 +176,7 @@ local function finish(at)
     wSignalDelayed()
   elseif kind == "limit" then
     -- Same effect as a Node worker's rateLimit(ttl): the limiter counter is saturated for ttl.
-    rcall("SET", K.limiter, 9007199254740991, "PX", math.max(tonumber(ARGV[at + 7]) or 1, 1))
+    rcall("SET", K.limiter, 9007199254740991, "PX", math.max(spec.number or 1, 1))
     local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
     if priority > 0 then
       -- Counter 0 puts it ahead of every job of the same priority.
@@ -188,8 +193,11 @@ local function finish(at)
   return 0
 end
 
-for at = 3, #ARGV, 11 do
-  codes[#codes + 1] = finish(at)
+local at, argc = 3, #ARGV
+while at <= argc do
+  local spec = specOf(ARGV[at + 2])
+  codes[#codes + 1] = finish(at, spec)
+  at = at + (spec.flags.s and 5 or 4)
 end
 flushAdds(K.completed)
 flushAdds(K.failed)

@@ -211,27 +211,16 @@ struct WireFinish<'a> {
     fetch: Option<WireFetch<'a>>,
 }
 
-/// Arguments per item, in the order `worker_finish_batch.lua` reads them.
-const ITEM_ARGS: usize = 11;
+/// Arguments per item at most (`id, token, spec, value, stacktrace`).
+const ITEM_ARGS: usize = 5;
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn text(value: Option<impl ToString>) -> Value {
-    value.map_or_else(|| Value::from(""), |v| Value::from(v.to_string()))
-}
-
-/// Appends `keepCount`, `keepAge`, `keepLimit`.
-fn push_keep(args: &mut Vec<Value>, keep: Option<Retention>) {
-    let Some(keep) = keep else {
-        args.extend([Value::from(""), Value::from(""), Value::from("")]);
-        return;
-    };
-    // Empty: keep all.
-    args.push(text(keep.count));
-    args.push(text(keep.age.map(|a| a.as_secs())));
-    args.push(text(keep.limit));
+/// `value` as text, empty when absent.
+fn text(value: Option<impl std::fmt::Display>) -> String {
+    value.map_or_else(String::new, |v| v.to_string())
 }
 
 /// One finish as the script reads it (see [`push_item`]).
@@ -326,19 +315,30 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
     item
 }
 
-/// Appends the [`ITEM_ARGS`] arguments of one finish:
-/// `id, token, kind, flags, value, stacktrace, atm, number, keepCount, keepAge, keepLimit`.
+/// Appends the arguments of one finish: `id, token, spec, value` and, when there is one,
+/// `stacktrace`, where spec is `kind|flags|atm|number|keepCount|keepAge|keepLimit` (see
+/// `worker_finish_batch.lua`). Items of one batch mostly share their spec, which the script
+/// decodes once per distinct text.
 fn push_item(args: &mut Vec<Value>, finish: &Finish) {
     let item = wire_item(finish);
+    let keep = item.keep.unwrap_or(Retention::KEEP_ALL);
+    let spec = format!(
+        "{}|{}|{}|{}|{}|{}|{}",
+        item.kind,
+        item.flags,
+        text(item.atm),
+        text(item.number),
+        text(keep.count),
+        text(keep.age.map(|a| a.as_secs())),
+        text(keep.limit),
+    );
     args.push(Value::from(finish.job_id.as_str()));
     args.push(Value::from(finish.token.as_str()));
-    args.push(Value::from(item.kind));
-    args.push(Value::from(item.flags));
+    args.push(Value::from(spec));
     args.push(Value::from(item.value.unwrap_or("")));
-    args.push(Value::from(item.stacktrace.unwrap_or("")));
-    args.push(text(item.atm));
-    args.push(text(item.number));
-    push_keep(args, item.keep);
+    if let Some(stacktrace) = item.stacktrace {
+        args.push(Value::from(stacktrace));
+    }
 }
 
 /// Finishes `finishes` in one script call and, when `fetch` is given, fetches jobs for the
