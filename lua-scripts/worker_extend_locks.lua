@@ -10,14 +10,19 @@
 ]]
 local ttl = ARGV[2]
 local lost = {}
+local renewed = {}
 for i = 3, #ARGV, 2 do
   local jobId, token = ARGV[i], ARGV[i + 1]
   local lockKey = queueBase .. jobId .. ":lock"
   if rcall("GET", lockKey) == token then
     rcall("SET", lockKey, token, "PX", ttl)
-    rcall("SREM", K.stalled, jobId)
+    renewed[#renewed + 1] = jobId
   else
     lost[#lost + 1] = jobId
   end
+end
+-- One SREM for the whole batch (in chunks that unpack can take).
+for first = 1, #renewed, 5000 do
+  rcall("SREM", K.stalled, unpack(renewed, first, math.min(first + 4999, #renewed)))
 end
 return lost
