@@ -52,6 +52,14 @@ end
 
 -- Moves up to `want` ids from the wait list to active in a few variadic calls, in the order
 -- RPOPLPUSH one at a time would take them (the right end first), appending them to `out`.
+-- LPUSH of ids to active, in chunks that unpack can take (Lua's stack holds ~8000 values; a
+-- worker with 10 000 free slots fetches more than that at once). Same order as one LPUSH.
+local function wPushActive(ids)
+  for first = 1, #ids, 5000 do
+    rcall("LPUSH", K.active, unpack(ids, first, math.min(first + 4999, #ids)))
+  end
+end
+
 -- Returns how many were taken.
 local function wTakeFromWait(want, out)
   local taken = 0
@@ -70,7 +78,7 @@ local function wTakeFromWait(want, out)
         out[#out + 1] = jobId
       end
     end
-    if #moved > 0 then rcall("LPUSH", K.active, unpack(moved)) end
+    wPushActive(moved)
     taken = taken + #moved
     if n < need then break end
   end
@@ -83,7 +91,7 @@ local function wTakeFromPrioritized(want, out)
   local moved = {}
   for i = 1, #popped, 2 do moved[#moved + 1] = popped[i] end
   if #moved > 0 then
-    rcall("LPUSH", K.active, unpack(moved))
+    wPushActive(moved)
     for _, jobId in ipairs(moved) do out[#out + 1] = jobId end
   end
   -- Nothing prioritized left: reset the counter as other clients do.

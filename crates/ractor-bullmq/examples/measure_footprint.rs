@@ -1,18 +1,20 @@
 //! Measures the memory footprint of the supervision tree: per idle Worker (with its
-//! LockManager and two Redis connections) and per in-flight job actor.
+//! LockManager and two Redis connections) and per in-flight job, run as a task (the default)
+//! and as a job actor.
 //!
 //!     cargo run --release -p ractor-bullmq --example measure_footprint
 //!
 //! Linux only (reads `/proc/self/statm`). Starts `IDLE_WORKERS` (default 200) idle Workers on
 //! an empty queue under a Runtime and reports the RSS growth per Worker; then one Worker with
 //! concurrency `JOBS` (default 10 000) runs that many jobs sleeping 60 s and reports the RSS
-//! growth per in-flight job once all are active. Uses `REDIS_URL`; removes its queues.
+//! growth per in-flight job once all are active, for each `JobRunner`. Uses `REDIS_URL`;
+//! removes its queues.
 
 use std::time::{Duration, Instant};
 
 use ractor_bullmq::protocol::options::JobOptions;
 use ractor_bullmq::supervision::{Runtime, RuntimeOptions};
-use ractor_bullmq::worker::{Job, JobContext};
+use ractor_bullmq::worker::{Job, JobContext, JobRunner};
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions, WorkerOptions};
 use serde_json::json;
 
@@ -115,59 +117,60 @@ async fn main() -> anyhow::Result<()> {
         (after.saturating_sub(before)) as f64 / 1024.0 / idle_workers as f64
     );
 
-    // In-flight sleeping jobs.
-    let busy_queue = format!("footprint-busy-{pid}");
-    let queue = Queue::new(&busy_queue, QueueOptions::new(connection)).await?;
-    let ids: Vec<usize> = (0..jobs).collect();
-    for chunk in ids.chunks(1000) {
-        queue
-            .add_bulk(
-                chunk
-                    .iter()
-                    .map(|i| ("sleep", json!({ "i": i }), JobOptions::default())),
+    // In-flight sleeping jobs, once per way of running them.
+    let mut busy_queues = Vec::new();
+    for runner in [JobRunner::Task, JobRunner::Actor] {
+        let busy_queue = format!("footprint-busy-{runner:?}-{pid}");
+        busy_queues.push(busy_queue.clone());
+        let queue = Queue::new(&busy_queue, QueueOptions::new(connection.clone())).await?;
+        let ids: Vec<usize> = (0..jobs).collect();
+        for chunk in ids.chunks(1000) {
+            queue
+                .add_bulk(
+                    chunk
+                        .iter()
+                        .map(|i| ("sleep", json!({ "i": i }), JobOptions::default())),
+                )
+                .await?;
+        }
+        settle().await;
+        let before = rss()?;
+        runtime
+            .start_worker(
+                &busy_queue,
+                |_job: Job, _ctx: JobContext| async move {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok(json!(null))
+                },
+                WorkerOptions::new().concurrency(jobs).job_runner(runner),
             )
             .await?;
-    }
-    settle().await;
-    let before = rss()?;
-    runtime
-        .start_worker(
-            &busy_queue,
-            |_job: Job, _ctx: JobContext| async move {
-                tokio::time::sleep(Duration::from_secs(60)).await;
-                Ok(json!(null))
-            },
-            WorkerOptions::new().concurrency(jobs),
-        )
-        .await?;
-    let started = Instant::now();
-    loop {
-        let counts = queue.get_job_counts().await?;
-        if counts.active as usize >= jobs || started.elapsed() > Duration::from_secs(50) {
-            println!("active jobs: {}", counts.active);
-            break;
+        let started = Instant::now();
+        loop {
+            let counts = queue.get_job_counts().await?;
+            if counts.active as usize >= jobs || started.elapsed() > Duration::from_secs(50) {
+                println!("active jobs: {}", counts.active);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        settle().await;
+        let after = rss()?;
+        println!(
+            "{jobs} in-flight sleeping jobs, JobRunner::{runner:?}: RSS {:.1} MiB total, +{:.1} MiB, {:.2} KiB per job",
+            after as f64 / 1_048_576.0,
+            (after - before) as f64 / 1_048_576.0,
+            (after.saturating_sub(before)) as f64 / 1024.0 / jobs as f64
+        );
+        queue.close().await?;
     }
-    settle().await;
-    let after = rss()?;
-    println!(
-        "{jobs} in-flight sleeping jobs: RSS {:.1} MiB total, +{:.1} MiB, {:.2} KiB per job",
-        after as f64 / 1_048_576.0,
-        (after - before) as f64 / 1_048_576.0,
-        (after.saturating_sub(before)) as f64 / 1024.0 / jobs as f64
-    );
 
     // Cancel the sleepers (bounded shutdown) and clean up.
     runtime.shutdown(Duration::from_secs(5)).await.ok();
-    queue.obliterate(true).await?;
-    queue.close().await?;
-    let idle = Queue::new(
-        &idle_queue,
-        QueueOptions::new(ConnectionConfig::from_env()?),
-    )
-    .await?;
-    idle.obliterate(true).await?;
-    idle.close().await?;
+    for name in busy_queues.iter().chain([&idle_queue]) {
+        let queue = Queue::new(name, QueueOptions::new(connection.clone())).await?;
+        queue.obliterate(true).await?;
+        queue.close().await?;
+    }
     Ok(())
 }
