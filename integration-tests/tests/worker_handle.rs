@@ -1,5 +1,5 @@
 //! WorkerHandle behaviour that user code leans on: `wait` is cancel safe, and a hash-tagged
-//! prefix (`{bull}`, the Redis Cluster layout) works end to end.
+//! prefix (`{bull}`, the Redis Cluster layout) works end to end, and 10 000 slots fill at once.
 
 mod common;
 mod worker_common;
@@ -74,6 +74,77 @@ async fn hash_tagged_prefix_adds_and_processes_jobs() -> anyhow::Result<()> {
         .await?;
     assert_eq!(tagged, 2);
     assert_eq!(count_keys(&queue).await?, 0);
+    producer.obliterate(true).await?;
+    Ok(())
+}
+
+/// A Worker with 10 000 free slots takes 10 000 waiting jobs in one fetch — more ids than Lua
+/// can unpack into one command — and holds them all in flight at once, then completes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_slots_fetch_and_hold_ten_thousand_jobs() -> anyhow::Result<()> {
+    const JOBS: usize = 10_000;
+    let queue = unique_queue("w-10k-slots");
+    let producer = Queue::new(&queue, QueueOptions::new(config())).await?;
+    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(1000) {
+        producer
+            .add_bulk(chunk.iter().map(|i| {
+                (
+                    "gated",
+                    json!({ "i": i }),
+                    ractor_bullmq::protocol::options::JobOptions::default(),
+                )
+            }))
+            .await?;
+    }
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let processor = {
+        let gate = gate.clone();
+        move |_job: ractor_bullmq::Job, _ctx: ractor_bullmq::worker::JobContext| {
+            let gate = gate.clone();
+            async move {
+                gate.acquire().await?.forget();
+                Ok(json!("released"))
+            }
+        }
+    };
+    let args = WorkerArgs::connect(
+        &config(),
+        &queue,
+        processor,
+        WorkerOptions::new().concurrency(JOBS),
+    )
+    .await?;
+    let worker = Worker::spawn(args).await?;
+    let active_worker = worker.clone();
+    eventually(
+        "10 000 jobs in flight",
+        Duration::from_secs(60),
+        move || {
+            let worker = active_worker.clone();
+            async move { worker.active_count().await.unwrap_or(0) == JOBS }
+        },
+    )
+    .await?;
+    assert_eq!(producer.get_job_counts().await?.active, JOBS as u64);
+
+    gate.add_permits(JOBS);
+    let counts_queue = producer.clone();
+    eventually(
+        "10 000 jobs completed",
+        Duration::from_secs(60),
+        move || {
+            let queue = counts_queue.clone();
+            async move {
+                queue
+                    .get_job_counts()
+                    .await
+                    .map(|c| c.completed == JOBS as u64)
+                    .unwrap_or(false)
+            }
+        },
+    )
+    .await?;
+    worker.close().await?;
     producer.obliterate(true).await?;
     Ok(())
 }
