@@ -18,6 +18,9 @@
 //! - `memory`: `{queue, inflight}` on a queue holding `inflight` jobs → `{idleRssMb,
 //!   inflightRssMb, running}`.
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
