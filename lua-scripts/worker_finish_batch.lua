@@ -64,10 +64,13 @@ local unlocked = {}
 local unlockedKeys = {}
 local released = {}
 
--- Finished ids waiting for one variadic ZADD (score `now`) per finished set. Only jobs kept
--- without trimming wait here; a trimming item flushes its set first, so every trim sees the
--- set as one-at-a-time ZADDs would have left it.
+-- Finished ids waiting for one variadic ZADD (score `now`) per finished set, followed by at
+-- most one trim to the newest `pendingTrims[setKey]`. Adding ids one at a time with the same
+-- count trim after each leaves the same set and deletes the same jobs as adding them all and
+-- trimming once, so items join the pending group while that holds; any other item flushes the
+-- group first (a keep-all item after a trimming one, a different count, a trim by age).
 local pendingAdds = {}
+local pendingTrims = {}
 
 local function flushAdds(setKey)
   local ids = pendingAdds[setKey]
@@ -82,7 +85,26 @@ local function flushAdds(setKey)
       args = {}
     end
   end
+  local count = pendingTrims[setKey]
+  if count then
+    pendingTrims[setKey] = nil
+    wTrimByCount(setKey, count)
+  end
 end
+
+-- Adds `jobId` to the pending group of `setKey`; `trimTo` is its count trim (nil: keep all).
+local function addFinished(setKey, jobId, trimTo)
+  local pendingTrim = pendingTrims[setKey]
+  if pendingTrim and pendingTrim ~= trimTo then flushAdds(setKey) end
+  local ids = pendingAdds[setKey]
+  if not ids then
+    ids = {}
+    pendingAdds[setKey] = ids
+  end
+  ids[#ids + 1] = jobId
+  if trimTo then pendingTrims[setKey] = trimTo end
+end
+
 
 local function finish(at, spec)
   local jobId, token, kind, flags = ARGV[at], ARGV[at + 1], spec.kind, spec.flags
@@ -125,18 +147,12 @@ local function finish(at, spec)
     local field = completed and "returnvalue" or "failedReason"
     local setKey = completed and K.completed or K.failed
     local keepCount, keepAge = spec.keepCount, spec.keepAge
-    local trims = keepCount > 0 or keepAge ~= nil
     if keepCount ~= 0 then
-      if trims then
+      if keepAge then
         flushAdds(setKey)
         rcall("ZADD", setKey, nowText, jobId)
       else
-        local ids = pendingAdds[setKey]
-        if not ids then
-          ids = {}
-          pendingAdds[setKey] = ids
-        end
-        ids[#ids + 1] = jobId
+        addFinished(setKey, jobId, keepCount > 0 and keepCount or nil)
       end
       if atm then
         rcall("HSET", jobKey, field, value, "finishedOn", nowText, "atm", atm)
@@ -146,8 +162,8 @@ local function finish(at, spec)
       if not completed then rcall("HDEL", jobKey, "defa") end
       if keepAge then
         wTrimByAge(setKey, now, keepAge, spec.keepLimit)
+        if keepCount > 0 then wTrimByCount(setKey, keepCount) end
       end
-      if keepCount > 0 then wTrimByCount(setKey, keepCount) end
     else
       wDeleteJob(jobId)
     end

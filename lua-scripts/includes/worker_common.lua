@@ -102,6 +102,25 @@ local function wDeleteJob(jobId)
         jobKey .. ":failed", jobKey .. ":unsuccessful")
 end
 
+-- Deletes the hashes and satellite keys of the jobs `jobIds`, in as few DELs as unpack allows.
+local function wDeleteJobs(jobIds)
+  local keys = {}
+  for i, jobId in ipairs(jobIds) do
+    local jobKey = queueBase .. jobId
+    local n = #keys
+    keys[n + 1] = jobKey
+    keys[n + 2] = jobKey .. ":logs"
+    keys[n + 3] = jobKey .. ":dependencies"
+    keys[n + 4] = jobKey .. ":processed"
+    keys[n + 5] = jobKey .. ":failed"
+    keys[n + 6] = jobKey .. ":unsuccessful"
+    if n + 6 >= 4800 or i == #jobIds then
+      rcall("DEL", unpack(keys))
+      keys = {}
+    end
+  end
+end
+
 -- Moves due delayed jobs (at most 1000 per call) to wait / prioritized with a `waiting` event.
 local function wPromoteDelayed(now, gated)
   local due = rcall("ZRANGEBYSCORE", K.delayed, 0, (now + 1) * 0x1000 - 1, "LIMIT", 0, 1000)

@@ -6,15 +6,17 @@
 -- Keeps the newest `count` ids of a finished set, deleting the rest with their hashes.
 local function wTrimByCount(setKey, count)
   local excess = rcall("ZREVRANGE", setKey, count, -1)
-  for _, jobId in ipairs(excess) do wDeleteJob(jobId) end
-  if #excess > 0 then rcall("ZREMRANGEBYRANK", setKey, 0, -(count + 1)) end
+  if #excess > 0 then
+    wDeleteJobs(excess)
+    rcall("ZREMRANGEBYRANK", setKey, 0, -(count + 1))
+  end
 end
 
 -- Deletes up to `limit` jobs finished more than `ageSecs` seconds before `now`.
 local function wTrimByAge(setKey, now, ageSecs, limit)
   local cutoff = now - ageSecs * 1000
   local old = rcall("ZREVRANGEBYSCORE", setKey, cutoff, "-inf", "LIMIT", 0, limit)
-  for _, jobId in ipairs(old) do wDeleteJob(jobId) end
+  wDeleteJobs(old)
   for first = 1, #old, 5000 do
     rcall("ZREM", setKey, unpack(old, first, math.min(first + 4999, #old)))
   end
