@@ -33,6 +33,8 @@ local nowText = string.format("%d", now)
 local metricsMax = tonumber(req.metricsMax) or 0
 local codes = {}
 local finishedAny = false
+-- Finished jobs to count into the metrics after the items.
+local completedCount, failedCount = 0, 0
 wTrimEvents()
 
 local function saveFailure(jobKey, value, stacktrace)
@@ -173,7 +175,7 @@ local function finish(at, spec)
             "attemptsMade", attemptsMade)
     end
     if metricsMax > 0 then
-      wCountMetric(completed and K.metricsCompleted or K.metricsFailed, metricsMax, now)
+      if completed then completedCount = completedCount + 1 else failedCount = failedCount + 1 end
     end
   elseif kind == "retry" then
     saveFailure(jobKey, value, stacktrace)
@@ -217,6 +219,10 @@ while at <= argc do
 end
 flushAdds(K.completed)
 flushAdds(K.failed)
+if completedCount > 0 then
+  wCountMetrics(K.metricsCompleted, metricsMax, now, completedCount)
+end
+if failedCount > 0 then wCountMetrics(K.metricsFailed, metricsMax, now, failedCount) end
 for first = 1, #unlocked, 2000 do
   local last = math.min(first + 1999, #unlocked)
   rcall("DEL", unpack(unlockedKeys, first, last))

@@ -22,9 +22,10 @@ local function wTrimByAge(setKey, now, ageSecs, limit)
   end
 end
 
--- Counts one finished job into the metrics hash and its one-point-per-minute list.
-local function wCountMetric(metricsKey, maxPoints, now)
-  local count = rcall("HINCRBY", metricsKey, "count", 1) - 1
+-- Counts `n` jobs finished at `now` into the metrics hash and its one-point-per-minute list.
+-- Same result as counting them one at a time: only the first can close a minute.
+local function wCountMetrics(metricsKey, maxPoints, now, n)
+  local count = rcall("HINCRBY", metricsKey, "count", n) - n
   local prevTs = rcall("HGET", metricsKey, "prevTS")
   if not prevTs then
     rcall("HSET", metricsKey, "prevTS", now, "prevCount", 0)
