@@ -14,11 +14,13 @@
 //! the official port closes the run. These are measurements, not tests: nothing here fails on a slow machine
 //! (a scenario fails only when jobs go missing or Node cannot read back what we completed).
 
-// Both Rust sides (this binary and benches/official) use mimalloc: glibc's malloc and free
-// took about a quarter of our worker's client CPU, and the comparison stays on equal terms.
-// Applications embedding ractor-bullmq choose their own allocator (docs/guides/production.md).
+// Both Rust sides (this binary and benches/official) use jemalloc: glibc's malloc and free
+// took about a quarter of our worker's client CPU. The official side gets the same allocator
+// (and, in the memory scenario, the same settings: memory.rs), so the comparison stays on
+// equal terms. Applications embedding ractor-bullmq choose their own allocator
+// (docs/guides/production.md).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod all;
 mod fanout;

@@ -88,6 +88,12 @@ fn measurements(
     Ok(vec![idle, busy])
 }
 
+/// jemalloc settings of the Rust sides' memory processes (ours and the official port's): hand
+/// freed pages back at once, so RSS shows what the jobs hold rather than pages a burst (the
+/// 10 000 jobs' fetch replies) freed and the allocator kept for reuse.
+pub(crate) const JEMALLOC_RETURN_FREED_PAGES: (&str, &str) =
+    ("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0");
+
 /// Runs the memory scenarios for us (a child process), Node and the official port.
 pub(crate) async fn run(
     connection: &ConnectionConfig,
@@ -117,6 +123,7 @@ pub(crate) async fn run(
                 .args(["--redis-url", redis_url, "memory", "--inflight"])
                 .arg(inflight.to_string())
                 .args(["--inner-queue", &name])
+                .env(JEMALLOC_RETURN_FREED_PAGES.0, JEMALLOC_RETURN_FREED_PAGES.1)
                 .kill_on_drop(true)
                 .output()
                 .await

@@ -71,9 +71,13 @@ pub(crate) async fn run(arg: &Value, redis_url: &str) -> Result<Value> {
 
 async fn run_binary(binary: &Path, arg: &Value, redis_url: &str) -> Result<Value> {
     let mode = arg["mode"].as_str().unwrap_or("?");
-    let output = tokio::process::Command::new(binary)
-        .arg(arg.to_string())
-        .env("REDIS_URL", redis_url)
+    let mut command = tokio::process::Command::new(binary);
+    command.arg(arg.to_string()).env("REDIS_URL", redis_url);
+    if mode == "memory" {
+        let (name, value) = crate::memory::JEMALLOC_RETURN_FREED_PAGES;
+        command.env(name, value);
+    }
+    let output = command
         .kill_on_drop(true)
         .output()
         .await
