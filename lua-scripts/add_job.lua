@@ -8,5 +8,10 @@
   Returns the job id (the existing one for a duplicate or deduplicated job), or -5 when the
   parent job does not exist.
 ]]
-return addJob(addJobKeys(), ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7],
-  ARGV[8], ARGV[9], ARGV[10])
+-- Decoded first: a malformed opts JSON raises before anything is written.
+local opts = cjson.decode(ARGV[5])
+local ctx = newAddBatch(addJobKeys(), ARGV[1], 0)
+local result = addJob(ctx, ARGV[2], ARGV[3], ARGV[4], ARGV[5], opts, ARGV[6], ARGV[7], ARGV[8],
+  ARGV[9], ARGV[10])
+finishAddBatch(ctx)
+return result
