@@ -50,8 +50,6 @@ local function wTakeNext()
   return nil
 end
 
--- Moves up to `want` ids from the wait list to active in a few variadic calls, in the order
--- RPOPLPUSH one at a time would take them (the right end first), appending them to `out`.
 -- LPUSH of ids to active, in chunks that unpack can take (Lua's stack holds ~8000 values; a
 -- worker with 10 000 free slots fetches more than that at once). Same order as one LPUSH.
 local function wPushActive(ids)
@@ -60,6 +58,8 @@ local function wPushActive(ids)
   end
 end
 
+-- Moves up to `want` ids from the wait list to active in a few variadic calls, in the order
+-- RPOPLPUSH one at a time would take them (the right end first), appending them to `out`.
 -- Returns how many were taken.
 local function wTakeFromWait(want, out)
   local taken = 0
