@@ -1,12 +1,11 @@
 //! Adding jobs: turning a name, data and options into what `add_job.lua` stores, and the
 //! `queue.add(..)` builder.
 
-use std::collections::HashMap;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bullmq_protocol::job_record::field;
+use bullmq_protocol::job_record::{JobRecord, ParentInfo};
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::{Backoff, Deduplication, JobOptions, KeepJobs, ParentRef};
 use bullmq_protocol::validation::validate_job_at;
@@ -21,14 +20,35 @@ use crate::job::Job;
 /// A job ready to be written, with the [`Job`] it becomes once its id is known.
 pub(crate) struct PreparedJob {
     pub(crate) new_job: NewJob,
-    fields: HashMap<String, String>,
+    /// What the job hash will hold, built from the values already at hand rather than by
+    /// decoding the encoded fields again; the id is filled in from the script's reply.
+    record: JobRecord,
 }
 
 impl PreparedJob {
+    /// Splits into what is written and the record the [`Job`] is made of.
+    pub(crate) fn into_parts(self) -> (NewJob, PreparedRecord) {
+        (self.new_job, PreparedRecord(self.record))
+    }
+
     /// The [`Job`] as stored under the id the script returned.
     pub(crate) fn into_job(self, queue_name: &str, result: AddResult) -> Result<Job> {
+        PreparedRecord(self.record).into_job(queue_name, result)
+    }
+}
+
+/// The record of a [`PreparedJob`] whose [`NewJob`] has been handed to the script call.
+pub(crate) struct PreparedRecord(JobRecord);
+
+impl PreparedRecord {
+    /// The [`Job`] as stored under the id the script returned.
+    pub(crate) fn into_job(self, queue_name: &str, result: AddResult) -> Result<Job> {
+        let mut record = self.0;
         match result {
-            AddResult::Id(id) => Job::decode(queue_name, &id, &self.fields),
+            AddResult::Id(id) => {
+                record.id = id;
+                Ok(Job::from_record(queue_name, record))
+            }
             AddResult::ParentMissing { parent_key } => {
                 Err(QueueError::ParentNotFound { parent_key })
             }
@@ -51,33 +71,53 @@ pub(crate) fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// Node's `Object.assign({}, defaults, opts, { jobId: opts.jobId })`: per option, the job's
-/// own value wins; the custom id never comes from the defaults.
-fn merge_options(defaults: &JobOptions, opts: JobOptions) -> Result<JobOptions> {
-    let job_id = opts.job_id.clone();
-    let mut merged = match serde_json::to_value(defaults)? {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    if let Value::Object(own) = serde_json::to_value(&opts)? {
-        merged.extend(own);
+/// A queue's default job options, serialised once for all the jobs of one call.
+pub(crate) struct DefaultOptions {
+    /// `None` when there are no defaults: the job's own options are then used as they are.
+    map: Option<Map<String, Value>>,
+}
+
+impl DefaultOptions {
+    /// Prepares `defaults` for merging under job options.
+    pub(crate) fn new(defaults: &JobOptions) -> Result<Self> {
+        if *defaults == JobOptions::default() {
+            return Ok(Self { map: None });
+        }
+        let map = match serde_json::to_value(defaults)? {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        Ok(Self { map: Some(map) })
     }
-    let mut merged: JobOptions = serde_json::from_value(Value::Object(merged))?;
-    merged.job_id = job_id;
-    Ok(merged)
+
+    /// Node's `Object.assign({}, defaults, opts, { jobId: opts.jobId })`: per option, the
+    /// job's own value wins; the custom id never comes from the defaults.
+    fn merge(&self, opts: JobOptions) -> Result<JobOptions> {
+        let Some(defaults) = &self.map else {
+            return Ok(opts);
+        };
+        let job_id = opts.job_id.clone();
+        let mut merged = defaults.clone();
+        if let Value::Object(own) = serde_json::to_value(&opts)? {
+            merged.extend(own);
+        }
+        let mut merged: JobOptions = serde_json::from_value(Value::Object(merged))?;
+        merged.job_id = job_id;
+        Ok(merged)
+    }
 }
 
 /// Validates and encodes one job, with `trace_metadata` (the add span's context) as its `tm`.
 /// Nothing is written here; an error means nothing will be.
 pub(crate) fn prepare(
     keys: &QueueKeys,
-    defaults: &JobOptions,
+    defaults: &DefaultOptions,
     name: String,
     data_json: String,
     opts: JobOptions,
     trace_metadata: Option<String>,
 ) -> Result<PreparedJob> {
-    let mut opts = merge_options(defaults, opts)?;
+    let mut opts = defaults.merge(opts)?;
     // The producer's trace context travels in `tm`, unless the job set its own or opted out.
     if opts.telemetry_metadata.is_none() && opts.omit_context != Some(true) {
         opts.telemetry_metadata = trace_metadata;
@@ -105,36 +145,27 @@ pub(crate) fn prepare(
         .map(|parent| parent_link(parent, &opts));
     let opts_json = opts.to_json();
 
-    let mut fields: HashMap<String, String> = [
-        (field::NAME, name.clone()),
-        (field::DATA, data_json.clone()),
-        (field::OPTS, opts_json.clone()),
-        (field::TIMESTAMP, timestamp.to_string()),
-        (field::DELAY, opts.delay.unwrap_or(0).to_string()),
-        (field::PRIORITY, opts.priority.unwrap_or(0).to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    // As the job hash decodes: the id comes with the script's reply, `data` as stored
+    // (the serialiser's output always parses), `delay`/`priority` from the options.
+    let data = serde_json::from_str::<Value>(&data_json)?;
+    let mut record = JobRecord::new(String::new(), name.clone(), Value::Null, opts, timestamp);
+    record.data = data;
+    record.data_raw.clone_from(&data_json);
     if let Some(link) = &parent {
-        fields.insert(field::PARENT_KEY.to_owned(), link.parent_key.clone());
-        fields.insert(field::PARENT.to_owned(), link.parent_json.clone());
+        record.parent_key = Some(link.parent_key.clone());
+        record.parent = Some(serde_json::from_str::<ParentInfo>(&link.parent_json)?);
     }
-    if let Some(rjk) = &repeat_job_key {
-        fields.insert(field::REPEAT_JOB_KEY.to_owned(), rjk.clone());
-    }
-    if let Some(dedup) = &opts.deduplication {
-        fields.insert(field::DEDUPLICATION_ID.to_owned(), dedup.id.clone());
-    }
+    record.repeat_job_key.clone_from(&repeat_job_key);
+    record.deduplication_id = record.opts.deduplication.as_ref().map(|d| d.id.clone());
 
     let mut new_job = NewJob::new(name, data_json, opts_json, timestamp);
-    new_job.custom_id = opts.job_id.clone().filter(|id| !id.is_empty());
+    new_job.custom_id = record.opts.job_id.clone().filter(|id| !id.is_empty());
     new_job.repeat_job_key = repeat_job_key;
     if let Some(link) = parent {
         new_job = new_job.with_parent(link);
     }
     tracing::trace!(queue = %keys, "job prepared");
-    Ok(PreparedJob { new_job, fields })
+    Ok(PreparedJob { new_job, record })
 }
 
 /// The child's `parent` field: `{id, queueKey}` plus the failure policy flags that are on.

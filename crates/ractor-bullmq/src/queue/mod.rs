@@ -171,8 +171,8 @@ impl Queue {
         let span = telemetry::add_span(queue_name, &name);
         let trace_metadata = telemetry::propagation_metadata(&span);
         async {
-            let defaults = &self.inner.options.default_job_options;
-            let prepared = add::prepare(keys, defaults, name, data, opts, trace_metadata)?;
+            let defaults = add::DefaultOptions::new(&self.inner.options.default_job_options)?;
+            let prepared = add::prepare(keys, &defaults, name, data, opts, trace_metadata)?;
             let result = scripts::add_job(client, keys, &prepared.new_job).await?;
             let job = prepared.into_job(queue_name, result)?;
             telemetry::record_job_id(&tracing::Span::current(), job.id());
@@ -203,25 +203,26 @@ impl Queue {
         let jobs: Vec<(N, T, JobOptions)> = jobs.into_iter().collect();
         let span = telemetry::add_bulk_span(queue_name, jobs.len());
         let trace_metadata = telemetry::propagation_metadata(&span);
-        let defaults = &self.inner.options.default_job_options;
-        let prepared = jobs
-            .into_iter()
-            .map(|(name, data, opts)| {
-                let data = serde_json::to_string(&data)?;
-                add::prepare(
-                    keys,
-                    defaults,
-                    name.into(),
-                    data,
-                    opts,
-                    trace_metadata.clone(),
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let defaults = add::DefaultOptions::new(&self.inner.options.default_job_options)?;
+        let mut new_jobs = Vec::with_capacity(jobs.len());
+        let mut records = Vec::with_capacity(jobs.len());
+        for (name, data, opts) in jobs {
+            let data = serde_json::to_string(&data)?;
+            let prepared = add::prepare(
+                keys,
+                &defaults,
+                name.into(),
+                data,
+                opts,
+                trace_metadata.clone(),
+            )?;
+            let (new_job, record) = prepared.into_parts();
+            new_jobs.push(new_job);
+            records.push(record);
+        }
         async {
-            let new_jobs: Vec<_> = prepared.iter().map(|p| p.new_job.clone()).collect();
             let results = scripts::add_jobs_bulk(client, keys, &new_jobs).await?;
-            let jobs = prepared
+            let jobs = records
                 .into_iter()
                 .zip(results)
                 .map(|(job, result)| job.into_job(queue_name, result))
