@@ -111,8 +111,9 @@ local function addJob(ctx, customId, name, data, optsJson, opts, timestamp, pare
   end
 
   if parentKey == "" and repeatJobKey == "" and deduplicationId == nil then
+    -- Literal "0" spares Redis formatting the Lua number for the usual job.
     rcall("HSET", jobKey, "name", name, "data", data, "opts", optsJson, "timestamp", timestamp,
-      "delay", delay, "priority", priority)
+      "delay", delay == 0 and "0" or delay, "priority", priority == 0 and "0" or priority)
   else
     local fields = {"name", name, "data", data, "opts", optsJson, "timestamp", timestamp,
       "delay", delay, "priority", priority}

@@ -136,6 +136,22 @@ impl ScriptArgs {
         self.push(job.repeat_job_key.as_deref().unwrap_or(""));
     }
 
+    /// One job's record for add_jobs_bulk.lua: a plain job (no custom id, parent or scheduler)
+    /// as `""`, name, data, opts, timestamp; any other as `"+"` and the 9 arguments of
+    /// [`ScriptArgs::push_job`]. Plain jobs, the usual bulk, cost Redis 4 arguments less.
+    fn push_bulk_job(&mut self, job: &NewJob) {
+        if job.custom_id.is_none() && job.parent.is_none() && job.repeat_job_key.is_none() {
+            self.push("");
+            self.push(&job.name);
+            self.push(&job.data);
+            self.push(&job.opts);
+            self.push_u64(job.timestamp_ms);
+        } else {
+            self.push("+");
+            self.push_job(job);
+        }
+    }
+
     fn into_values(self) -> Vec<Value> {
         let buf: Bytes = self.buf.freeze();
         self.ranges
@@ -266,10 +282,10 @@ pub async fn add_jobs_bulk(
             .iter()
             .map(|job| job.args_len() + TIMESTAMP_LEN)
             .sum::<usize>();
-    let mut args = ScriptArgs::with_capacity(1 + 9 * jobs.len(), bytes);
+    let mut args = ScriptArgs::with_capacity(1 + 10 * jobs.len(), bytes + jobs.len());
     args.push(base);
     for job in jobs {
-        args.push_job(job);
+        args.push_bulk_job(job);
     }
     let reply: Value = ADD_JOBS_BULK
         .run(client, add_keys(keys), args.into_values())
