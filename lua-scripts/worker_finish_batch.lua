@@ -24,7 +24,8 @@
   Returns { codes, fetched } where codes[i] is the outcome of item i
     0 done, -1 job missing, -2 lock missing, -3 job not active, -4 job has pending children,
     -6 lock held by another worker
-  and fetched the reply of includes/worker_fetch.lua ({ {}, 0, 0, 0 } when no fetch was asked).
+  and fetched the reply of includes/worker_fetch.lua ({ {}, 0, 0, 0, {} } when no fetch was
+  asked).
 ]]
 local req = cjson.decode(ARGV[2])
 local now = tonumber(req.now)
@@ -229,7 +230,7 @@ for first = 1, #unlocked, 2000 do
   rcall("SREM", K.stalled, unpack(unlocked, first, last))
 end
 
-local fetched = { {}, 0, 0, 0 }
+local fetched = { {}, 0, 0, 0, {} }
 local looked = false
 if req.fetch ~= nil and req.fetch ~= cjson.null and tonumber(req.fetch.count) > 0 then
   req.fetch.now = now

@@ -141,13 +141,15 @@ pub async fn fetch_batch(
     parse_fetched(client, keys, FETCH_BATCH.name(), reply, Some(request)).await
 }
 
-/// Parses the `{ jobs, rateLimitTtl, nextDelayedAt, gated }` reply of the fetch include and
-/// reads the hashes of the jobs it moved to active.
+/// Parses the `{ jobs, rateLimitTtl, nextDelayedAt, gated, hashes }` reply of the fetch include,
+/// reading the hashes of the jobs it moved to active when the reply does not carry them.
 ///
-/// The script returns only the job ids (the i-th job's token is derived from `request`):
-/// passing each hash through Lua (`HGETALL` into a Lua table, then the table into the reply)
-/// costs Redis several times what plain pipelined `HGETALL`s do. The hashes are read after the
-/// script, while the jobs are locked by this worker.
+/// The i-th job's token is derived from `request`. A fetch of a few jobs (at most
+/// `WFETCH_INLINE_MAX` in the include, 8) returns their hashes inline (`hashes[i]` is the flat
+/// `HGETALL` of `jobs[i]`), which spares a round trip. A larger one returns an empty `hashes`
+/// because passing each hash through Lua (`HGETALL` into a Lua table, then the table into the
+/// reply) costs Redis several times what plain pipelined `HGETALL`s do; those are sent after
+/// the script, while the jobs are locked by this worker.
 pub(crate) async fn parse_fetched(
     client: &Client,
     keys: &WorkerKeys,
@@ -160,6 +162,10 @@ pub(crate) async fn parse_fetched(
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(unexpected(script, "fetch reply has fewer than 4 parts"));
+    };
+    let inline = match parts.next() {
+        Some(hashes) => array(script, hashes)?,
+        None => Vec::new(),
     };
     let ids = array(script, jobs)?
         .into_iter()
@@ -179,11 +185,15 @@ pub(crate) async fn parse_fetched(
     let Some(request) = request else {
         return Err(unexpected(script, "jobs fetched without a fetch request"));
     };
-    let pipeline = client.pipeline();
-    for id in &ids {
-        let _: () = pipeline.hgetall(keys.queue().job(id)).await?;
-    }
-    let hashes = pipeline.try_all::<Value>().await;
+    let hashes = if inline.is_empty() {
+        let pipeline = client.pipeline();
+        for id in &ids {
+            let _: () = pipeline.hgetall(keys.queue().job(id)).await?;
+        }
+        pipeline.try_all::<Value>().await
+    } else {
+        inline.into_iter().map(Ok).collect()
+    };
     if hashes.len() != ids.len() {
         return Err(unexpected(
             script,
