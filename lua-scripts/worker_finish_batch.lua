@@ -36,7 +36,6 @@ local codes = {}
 local finishedAny = false
 -- Finished jobs to count into the metrics after the items.
 local completedCount, failedCount = 0, 0
-wTrimEvents()
 
 local function saveFailure(jobKey, value, stacktrace)
   if value then rcall("HSET", jobKey, "failedReason", value) end
@@ -170,9 +169,9 @@ local function finish(at, spec)
     else
       wDeleteJob(jobId)
     end
-    rcall("XADD", K.events, "*", "event", kind, "jobId", jobId, field, value, "prev", "active")
+    wEvent("event", kind, "jobId", jobId, field, value, "prev", "active")
     if not completed and attemptsMade >= (spec.number or 0) then
-      rcall("XADD", K.events, "*", "event", "retries-exhausted", "jobId", jobId,
+      wEvent("event", "retries-exhausted", "jobId", jobId,
             "attemptsMade", attemptsMade)
     end
     if metricsMax > 0 then
@@ -183,7 +182,7 @@ local function finish(at, spec)
     local gated = wQueueGates()
     wEnqueueReady(jobId, flags.l and "RPUSH" or "LPUSH", gated)
     rcall("HINCRBY", jobKey, "atm", "1")
-    rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "active")
+    wEvent("event", "waiting", "jobId", jobId, "prev", "active")
   elseif kind == "delay" then
     saveFailure(jobKey, value, stacktrace)
     local delay = spec.number or 0
@@ -191,7 +190,7 @@ local function finish(at, spec)
     if not flags.k then rcall("HINCRBY", jobKey, "atm", 1) end
     rcall("HSET", jobKey, "delay", delay)
     rcall("ZADD", K.delayed, wDelayedScore(readyAt), jobId)
-    rcall("XADD", K.events, "*", "event", "delayed", "jobId", jobId, "delay", readyAt)
+    wEvent("event", "delayed", "jobId", jobId, "delay", readyAt)
     wSignalDelayed()
   elseif kind == "limit" then
     -- Same effect as a Node worker's rateLimit(ttl): the limiter counter is saturated for ttl.
@@ -205,7 +204,7 @@ local function finish(at, spec)
       rcall("RPUSH", K.wait, jobId)
       if not gated then wSignalReady() end
     end
-    rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "active")
+    wEvent("event", "waiting", "jobId", jobId, "prev", "active")
   else
     error("unknown finish kind " .. tostring(kind))
   end
@@ -244,7 +243,7 @@ if finishedAny and #fetched[1] == 0
   and (not looked or (fetched[2] == 0 and fetched[3] == 0 and fetched[4] == 0))
   and rcall("LLEN", K.wait) == 0 and rcall("LLEN", K.active) == 0
   and rcall("ZCARD", K.prioritized) == 0 then
-  rcall("XADD", K.events, "*", "event", "drained")
+  wEvent("event", "drained")
 end
 
 return { codes, fetched }

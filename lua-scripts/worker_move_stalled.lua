@@ -16,7 +16,6 @@ local maxStalled = tonumber(ARGV[2])
 if rcall("SET", K.stalledCheck, ARGV[3], "PX", ARGV[4], "NX") == false then
   return {}
 end
-wTrimEvents()
 
 local recovered = {}
 local marked = rcall("SMEMBERS", K.stalled)
@@ -42,8 +41,8 @@ if #marked > 0 then
         local gated = wQueueGates()
         rcall("RPUSH", K.wait, jobId)
         if not gated then wSignalReady() end
-        rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "active")
-        rcall("XADD", K.events, "*", "event", "stalled", "jobId", jobId)
+        wEvent("event", "waiting", "jobId", jobId, "prev", "active")
+        wEvent("event", "stalled", "jobId", jobId)
         recovered[#recovered + 1] = jobId
       end
     end

@@ -21,22 +21,40 @@ local K = {
 }
 local queueBase = ARGV[1]
 
+-- The queue's meta fields the worker scripts use, read with one HMGET on first use in a call.
+-- Nothing in these scripts writes them, so one read serves the whole call.
+local wMetaFields = nil
+local function wMeta()
+  if not wMetaFields then
+    wMetaFields = rcall("HMGET", K.meta, "paused", "concurrency", "max", "duration",
+                        "opts.maxLenEvents")
+  end
+  return wMetaFields
+end
+
 -- The stream length cap other clients agreed on (meta `opts.maxLenEvents`, 10000 when unset,
 -- and written back so every client sees the same value).
 local function wMaxEvents()
-  local configured = rcall("HGET", K.meta, "opts.maxLenEvents")
+  local configured = wMeta()[5]
   if configured then return configured end
   rcall("HSET", K.meta, "opts.maxLenEvents", 10000)
   return 10000
 end
 
-local function wTrimEvents()
-  rcall("XTRIM", K.events, "MAXLEN", "~", wMaxEvents())
+-- Appends an event (field/value pairs) to the events stream. The first event of a call also
+-- trims the stream to about `opts.maxLenEvents` entries, as Node's XADD with MAXLEN ~ does: a
+-- call adding no event adds nothing to trim, and a separate XTRIM per call costs Redis a
+-- command dispatch every time.
+local wEventsCapped = false
+local function wEvent(...)
+  if wEventsCapped then return rcall("XADD", K.events, "*", ...) end
+  wEventsCapped = true
+  return rcall("XADD", K.events, "MAXLEN", "~", wMaxEvents(), "*", ...)
 end
 
 -- Queue-level gates: paused flag, global concurrency, global rate limit (meta max/duration).
 local function wQueueGates()
-  local m = rcall("HMGET", K.meta, "paused", "concurrency", "max", "duration")
+  local m = wMeta()
   local blocked = m[1] ~= false
   local room = nil
   if not blocked and m[2] then
@@ -134,7 +152,7 @@ local function wPromoteDelayed(now, gated)
     else
       rcall("LPUSH", K.wait, jobId)
     end
-    rcall("XADD", K.events, "*", "event", "waiting", "jobId", jobId, "prev", "delayed")
+    wEvent("event", "waiting", "jobId", jobId, "prev", "delayed")
     rcall("HSET", jobKey, "delay", 0)
   end
   if not gated then wSignalReady() end

@@ -65,19 +65,34 @@ local function wPushActive(ids)
   end
 end
 
--- Moves up to `want` ids from the wait list to active in a few variadic calls, in the order
--- RPOPLPUSH one at a time would take them (the right end first), appending them to `out`.
--- Returns how many were taken.
+-- Moves up to `want` ids from the wait list to active, in the order RPOPLPUSH one at a time
+-- would take them (the right end first), appending them to `out`. Returns how many were taken
+-- and whether ids are left in wait (nil when not known). One job takes one RPOPLPUSH; more take
+-- a few variadic calls, reading one id beyond the ones taken to learn whether any are left
+-- (which saves the caller an LLEN).
 local function wTakeFromWait(want, out)
+  if want == 1 then
+    local jobId = rcall("RPOPLPUSH", K.wait, K.active)
+    -- Pre-5.0 BullMQ left "0:…" marker entries in wait; they are dropped.
+    while jobId and string.sub(jobId, 1, 2) == "0:" do
+      rcall("LREM", K.active, 1, jobId)
+      jobId = rcall("RPOPLPUSH", K.wait, K.active)
+    end
+    if not jobId then return 0, false end
+    out[#out + 1] = jobId
+    return 1, nil
+  end
   local taken = 0
   while taken < want do
     local need = want - taken
-    local ids = rcall("LRANGE", K.wait, -need, -1)
+    local ids = rcall("LRANGE", K.wait, -(need + 1), -1)
     local n = #ids
-    if n == 0 then break end
-    rcall("LTRIM", K.wait, 0, -(n + 1))
+    if n == 0 then return taken, false end
+    local first = 1
+    if n > need then first = 2 end
+    rcall("LTRIM", K.wait, 0, -(n - first + 2))
     local moved = {}
-    for i = n, 1, -1 do
+    for i = n, first, -1 do
       local jobId = ids[i]
       -- Pre-5.0 BullMQ left "0:…" marker entries in wait; they are dropped.
       if string.sub(jobId, 1, 2) ~= "0:" then
@@ -87,12 +102,13 @@ local function wTakeFromWait(want, out)
     end
     wPushActive(moved)
     taken = taken + #moved
-    if n < need then break end
+    if n <= need then return taken, false end
   end
-  return taken
+  return taken, true
 end
 
--- Moves up to `want` ids from the prioritized zset (lowest score first) to active.
+-- Moves up to `want` ids from the prioritized zset (lowest score first) to active. Returns how
+-- many were taken and false when none are left (nil when not known).
 local function wTakeFromPrioritized(want, out)
   local popped = rcall("ZPOPMIN", K.prioritized, want)
   local moved = {}
@@ -102,8 +118,11 @@ local function wTakeFromPrioritized(want, out)
     for _, jobId in ipairs(moved) do out[#out + 1] = jobId end
   end
   -- Nothing prioritized left: reset the counter as other clients do.
-  if #moved < want then rcall("DEL", K.pc) end
-  return #moved
+  if #moved < want then
+    rcall("DEL", K.pc)
+    return #moved, false
+  end
+  return #moved, nil
 end
 
 local function wFetch(f)
@@ -129,6 +148,8 @@ local function wFetch(f)
   if room and room < want then want = room end
 
   local ids = {}
+  -- Whether ids are left in wait / prioritized after taking ours: nil when not known.
+  local waitLeft, prioritizedLeft = nil, nil
   if maxJobs then
     -- Rate limited: one job at a time, each counted against the limiter before the next.
     while #ids < want do
@@ -148,8 +169,12 @@ local function wFetch(f)
       end
     end
   elseif want > 0 then
-    local taken = wTakeFromWait(want, ids)
-    if taken < want then wTakeFromPrioritized(want - taken, ids) end
+    local taken
+    taken, waitLeft = wTakeFromWait(want, ids)
+    if taken < want then
+      local _
+      _, prioritizedLeft = wTakeFromPrioritized(want - taken, ids)
+    end
   end
 
   local name = f.name
@@ -162,20 +187,67 @@ local function wFetch(f)
     local jobKey = queueBase .. jobId
     local token = tokenPrefix .. string.format("%d", tokenSeq + i - 1)
     rcall("SET", jobKey .. ":lock", token, "PX", lockTtl)
-    rcall("XADD", K.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")
-    if name then
-      rcall("HSET", jobKey, "processedOn", nowText, "pb", name)
+    wEvent("event", "active", "jobId", jobId, "prev", "waiting")
+    if inline then
+      -- The hash is read anyway: read it first and write the new attempt count with the other
+      -- fields (one HSET instead of HSET + HINCRBY), then update the copy we return.
+      local hash = rcall("HGETALL", jobKey)
+      local atsAt, processedAt, pbAt = nil, nil, nil
+      for j = 1, #hash, 2 do
+        local field = hash[j]
+        if field == "ats" then
+          atsAt = j + 1
+        elseif field == "processedOn" then
+          processedAt = j + 1
+        elseif field == "pb" then
+          pbAt = j + 1
+        end
+      end
+      local ats = string.format("%d", (atsAt and tonumber(hash[atsAt]) or 0) + 1)
+      if name then
+        rcall("HSET", jobKey, "processedOn", nowText, "ats", ats, "pb", name)
+      else
+        rcall("HSET", jobKey, "processedOn", nowText, "ats", ats)
+      end
+      if not processedAt then
+        processedAt = #hash + 2
+        hash[processedAt - 1] = "processedOn"
+      end
+      hash[processedAt] = nowText
+      if not atsAt then
+        atsAt = #hash + 2
+        hash[atsAt - 1] = "ats"
+      end
+      hash[atsAt] = ats
+      if name then
+        if not pbAt then
+          pbAt = #hash + 2
+          hash[pbAt - 1] = "pb"
+        end
+        hash[pbAt] = name
+      end
+      hashes[i] = hash
     else
-      rcall("HSET", jobKey, "processedOn", nowText)
+      if name then
+        rcall("HSET", jobKey, "processedOn", nowText, "pb", name)
+      else
+        rcall("HSET", jobKey, "processedOn", nowText)
+      end
+      rcall("HINCRBY", jobKey, "ats", "1")
     end
-    rcall("HINCRBY", jobKey, "ats", "1")
     jobs[i] = jobId
-    if inline then hashes[i] = rcall("HGETALL", jobKey) end
   end
 
   if #ids > 0 then
-    -- Work left over: wake another idle worker (we may not have had room for all of it).
-    if rcall("LLEN", K.wait) > 0 or rcall("ZCARD", K.prioritized) > 0 then wSignalReady() end
+    -- Work left over: wake another idle worker (we may not have had room for all of it). When
+    -- we do not know whether wait has more (one job taken), the marker is set without looking,
+    -- as Node's worker does after every fetch: an idle worker woken for nothing only finds the
+    -- queue empty and blocks again, and the look would cost every call a command.
+    if waitLeft == nil then waitLeft = true end
+    if not waitLeft and prioritizedLeft == nil then
+      prioritizedLeft = rcall("ZCARD", K.prioritized) > 0
+    end
+    if waitLeft or prioritizedLeft then wSignalReady() end
     return { jobs, limitedTtl, 0, 0, hashes }
   end
   return { jobs, 0, wNextDelayedAt() or 0, 0, {} }
