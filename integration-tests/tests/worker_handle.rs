@@ -148,3 +148,61 @@ async fn ten_thousand_slots_fetch_and_hold_ten_thousand_jobs() -> anyhow::Result
     producer.obliterate(true).await?;
     Ok(())
 }
+
+/// Jobs running three times their lock duration keep their locks (the LockManager renews them
+/// in batches) and complete once, with frequent stalled checks never taking them back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_of_long_jobs_are_renewed_until_they_finish() -> anyhow::Result<()> {
+    let queue = unique_queue("w-renew");
+    let producer = Queue::new(&queue, QueueOptions::new(config())).await?;
+    for i in 0..5 {
+        producer.add("long", json!({ "i": i })).await?;
+    }
+    let stalled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let callbacks = WorkerCallbacks::new().on_stalled({
+        let stalled = stalled.clone();
+        move |_id: &str| {
+            stalled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let args = WorkerArgs::connect(
+        &config(),
+        &queue,
+        |_job, _ctx| async {
+            tokio::time::sleep(Duration::from_millis(3_000)).await;
+            Ok(json!("long done"))
+        },
+        WorkerOptions::new()
+            .concurrency(5)
+            .lock_duration(Duration::from_millis(1_000))
+            .stalled_interval(Duration::from_millis(300)),
+    )
+    .await?
+    .callbacks(callbacks);
+    let worker = Worker::spawn(args).await?;
+    let counts_queue = producer.clone();
+    eventually(
+        "5 long jobs completed",
+        Duration::from_secs(60),
+        move || {
+            let queue = counts_queue.clone();
+            async move {
+                queue
+                    .get_job_counts()
+                    .await
+                    .map(|c| c.completed == 5)
+                    .unwrap_or(false)
+            }
+        },
+    )
+    .await?;
+    worker.close().await?;
+    assert_eq!(stalled.load(std::sync::atomic::Ordering::SeqCst), 0);
+    for i in 1..=5 {
+        let job = producer.get_job(&i.to_string()).await?.expect("job exists");
+        assert_eq!(job.attempts_made(), 1, "job {i}");
+        assert_eq!(job.stalled_counter(), 0, "job {i}");
+    }
+    producer.obliterate(true).await?;
+    Ok(())
+}

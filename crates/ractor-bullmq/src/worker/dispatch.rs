@@ -261,6 +261,9 @@ impl WorkerState {
                 match result {
                     Ok(reply) => {
                         self.error_streak = 0;
+                        // Locks are renewed until Redis confirmed the finish (a batch that
+                        // waits out a Redis outage keeps its jobs' locks alive).
+                        self.untrack(batch.iter().map(|p| p.finish.job_id.clone()).collect());
                         self.report_finished(batch, &reply.codes);
                         if requested > 0 {
                             self.accept_fetched(myself, reply.fetched, requested).await;
@@ -372,19 +375,31 @@ impl WorkerState {
             self.drained = false;
         }
         let mut ids = Vec::with_capacity(fetched.jobs.len());
+        let mut locks = Vec::with_capacity(fetched.jobs.len());
         for job in fetched.jobs {
             ids.push(job.id.clone());
-            self.start_job(myself, job).await;
+            if let Some(lock) = self.start_job(myself, job).await {
+                locks.push(lock);
+            }
+        }
+        // One message for the whole batch rather than one per job.
+        if let (Some(lm), false) = (&self.lock_manager, locks.is_empty()) {
+            let _ = lm.cast(LockManagerMsg::Track(locks));
         }
         ids
     }
 
-    async fn start_job(&mut self, myself: &ActorRef<WorkerMsg>, fetched: FetchedJob) {
+    /// Starts a fetched job; returns its `(id, token)` when its lock is to be renewed.
+    async fn start_job(
+        &mut self,
+        myself: &ActorRef<WorkerMsg>,
+        fetched: FetchedJob,
+    ) -> Option<(String, String)> {
         let FetchedJob { id, token, fields } = fetched;
         if self.closing == Some(true) {
             // Force-closing: do not start anything new.
             self.left_behind.push(id);
-            return;
+            return None;
         }
         let job = match bullmq_protocol::JobRecord::decode(&id, &fields) {
             Ok(record) => Job::from_record(self.store.queue_name(), record),
@@ -411,7 +426,7 @@ impl WorkerState {
                     },
                     duration: Duration::ZERO,
                 });
-                return;
+                return None;
             }
         };
         // Deferred failure (stalled too often) or started too often: fail without running.
@@ -425,7 +440,7 @@ impl WorkerState {
             let trace = format!("UnrecoverableError: {reason}");
             let outcome = JobOutcome::Unrecoverable { reason, trace };
             self.record_outcome(job, token, outcome, Duration::ZERO);
-            return;
+            return None;
         }
         let context = JobContext::new(
             id.clone(),
@@ -465,38 +480,28 @@ impl WorkerState {
                         let message = format!("could not start the job actor: {error}");
                         let duration = active.elapsed();
                         self.record_outcome(job, token, JobOutcome::Panicked { message }, duration);
-                        return;
+                        return None;
                     }
                 }
             }
         };
-        if let Some(lm) = &self.lock_manager {
-            let _ = lm.cast(LockManagerMsg::Track {
-                job_id: id.clone(),
-                token: token.clone(),
-            });
-        }
         self.running.insert(
-            id,
+            id.clone(),
             RunningJob {
                 job,
-                token,
+                token: token.clone(),
                 context,
                 active,
                 _task: runner,
             },
         );
+        Some((id, token))
     }
 
     fn job_ended(&mut self, job_id: String, ended: Ended) {
         let Some(running) = self.running.remove(&job_id) else {
             return;
         };
-        if let Some(lm) = &self.lock_manager {
-            let _ = lm.cast(LockManagerMsg::Untrack {
-                job_id: job_id.clone(),
-            });
-        }
         let outcome = classify(ended, running.context.cancel_reason());
         let duration = running.active.elapsed();
         // Dropping the guard ends the attempt in `bullmq_worker_active_jobs`.
@@ -526,8 +531,16 @@ impl WorkerState {
             }),
             None => {
                 tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
+                self.untrack(vec![job.id().to_string()]);
                 self.left_behind.push(job.id().to_string());
             }
+        }
+    }
+
+    /// Stops renewing the locks of `job_ids`.
+    fn untrack(&self, job_ids: Vec<String>) {
+        if let (Some(lm), false) = (&self.lock_manager, job_ids.is_empty()) {
+            let _ = lm.cast(LockManagerMsg::Untrack(job_ids));
         }
     }
 

@@ -24,18 +24,11 @@ use crate::store::Store;
 /// Messages of the LockManager.
 #[derive(Debug)]
 pub enum LockManagerMsg {
-    /// Start renewing the lock of a job.
-    Track {
-        /// Job id.
-        job_id: String,
-        /// The lock token.
-        token: String,
-    },
-    /// Stop renewing (the job finished or was abandoned).
-    Untrack {
-        /// Job id.
-        job_id: String,
-    },
+    /// Start renewing the locks of these jobs, given as `(job id, token)` (one message per
+    /// fetched batch).
+    Track(Vec<(String, String)>),
+    /// Stop renewing these jobs' locks (their finish was recorded, or they were abandoned).
+    Untrack(Vec<String>),
     /// Timer tick: renew what is due.
     Tick,
 }
@@ -122,17 +115,16 @@ impl Actor for LockManager {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            LockManagerMsg::Track { job_id, token } => {
-                state.tracked.insert(
-                    job_id,
-                    Tracked {
-                        token,
-                        renewed_at: Instant::now(),
-                    },
-                );
+            LockManagerMsg::Track(jobs) => {
+                let renewed_at = Instant::now();
+                for (job_id, token) in jobs {
+                    state.tracked.insert(job_id, Tracked { token, renewed_at });
+                }
             }
-            LockManagerMsg::Untrack { job_id } => {
-                state.tracked.remove(&job_id);
+            LockManagerMsg::Untrack(job_ids) => {
+                for job_id in &job_ids {
+                    state.tracked.remove(job_id);
+                }
             }
             LockManagerMsg::Tick => renew_due(state).await,
         }
