@@ -66,7 +66,7 @@ end
 
 -- Wakes one idle worker blocked on BZPOPMIN (score 0 = "something is ready now").
 local function wSignalReady()
-  rcall("ZADD", K.marker, 0, "0")
+  rcall("ZADD", K.marker, "0", "0")
 end
 
 -- Leaves a marker scored with the next delayed job's timestamp, so an idle worker wakes then.
@@ -141,7 +141,10 @@ end
 
 -- Moves due delayed jobs (at most 1000 per call) to wait / prioritized with a `waiting` event.
 local function wPromoteDelayed(now, gated)
-  local due = rcall("ZRANGEBYSCORE", K.delayed, 0, (now + 1) * 0x1000 - 1, "LIMIT", 0, 1000)
+  -- Arguments as text: Redis formats each Lua number argument with a slow "%.17g", and this
+  -- runs on every call.
+  local due = rcall("ZRANGEBYSCORE", K.delayed, "0", string.format("%d", (now + 1) * 0x1000 - 1),
+                    "LIMIT", "0", "1000")
   if #due == 0 then return end
   rcall("ZREM", K.delayed, unpack(due))
   for _, jobId in ipairs(due) do

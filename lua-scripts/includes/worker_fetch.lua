@@ -85,12 +85,12 @@ local function wTakeFromWait(want, out)
   local taken = 0
   while taken < want do
     local need = want - taken
-    local ids = rcall("LRANGE", K.wait, -(need + 1), -1)
+    local ids = rcall("LRANGE", K.wait, -(need + 1), "-1")
     local n = #ids
     if n == 0 then return taken, false end
     local first = 1
     if n > need then first = 2 end
-    rcall("LTRIM", K.wait, 0, -(n - first + 2))
+    rcall("LTRIM", K.wait, "0", -(n - first + 2))
     local moved = {}
     for i = n, first, -1 do
       local jobId = ids[i]

@@ -5,10 +5,10 @@
 
 -- Keeps the newest `count` ids of a finished set, deleting the rest with their hashes.
 local function wTrimByCount(setKey, count)
-  local excess = rcall("ZREVRANGE", setKey, count, -1)
+  local excess = rcall("ZREVRANGE", setKey, count, "-1")
   if #excess > 0 then
     wDeleteJobs(excess)
-    rcall("ZREMRANGEBYRANK", setKey, 0, -(count + 1))
+    rcall("ZREMRANGEBYRANK", setKey, "0", -(count + 1))
   end
 end
 
