@@ -24,9 +24,15 @@ use crate::telemetry::{self, JobTelemetry};
 /// Longest pause after repeated Redis errors.
 const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(5);
 
-/// At most this many store calls in flight: a finish batch may go out while another call is
+/// At most this many store calls in flight: a finish batch may go out while other calls are
 /// still running, so Redis and the worker overlap instead of waiting for each other.
-const MAX_INFLIGHT: usize = 2;
+const MAX_INFLIGHT: usize = 3;
+
+/// The third call in flight only carries at least this many finishes. Every call has a fixed
+/// Redis cost (~300k instructions: script dispatch, meta reads, reply building) that small
+/// batches do not amortise: a third call measured +12 % jobs/s at concurrency 100 and +30 % at
+/// 1000, but -10 % at concurrency 10 when its batches were small.
+const THIRD_CALL_MIN_BATCH: usize = 25;
 
 /// A store call that has not answered after this long is treated as failed, so a connection
 /// that died silently cannot stall the worker forever (the call is retried).
@@ -77,10 +83,15 @@ impl WorkerState {
     /// Whether the pending finishes should go out now. With nothing in flight they go on the
     /// worker's next turn (after the finishes already in its mailbox joined them); a second
     /// call in flight waits for a quarter of the slots' worth of finishes, so batches stay
-    /// large under load; closing, or with no job left running, they go at once.
+    /// large under load, and a third for [`THIRD_CALL_MIN_BATCH`]; closing, or with no job
+    /// left running, they go at once (within those limits).
     fn finish_batch_due(&mut self, myself: &ActorRef<WorkerMsg>) -> bool {
         let flush_now = std::mem::take(&mut self.flush_now);
         if self.pending.is_empty() || self.inflight >= MAX_INFLIGHT {
+            return false;
+        }
+        if self.inflight >= 2 && self.pending.len() < THIRD_CALL_MIN_BATCH {
+            // Goes out with the next pump after a call returned.
             return false;
         }
         if self.closing.is_some() || self.running.is_empty() {
