@@ -144,12 +144,12 @@ pub async fn fetch_batch(
 /// Parses the `{ jobs, rateLimitTtl, nextDelayedAt, gated, hashes }` reply of the fetch include,
 /// reading the hashes of the jobs it moved to active when the reply does not carry them.
 ///
-/// The i-th job's token is derived from `request`. A fetch of a few jobs (at most
-/// `WFETCH_INLINE_MAX` in the include, 8) returns their hashes inline (`hashes[i]` is the flat
-/// `HGETALL` of `jobs[i]`), which spares a round trip. A larger one returns an empty `hashes`
-/// because passing each hash through Lua (`HGETALL` into a Lua table, then the table into the
-/// reply) costs Redis several times what plain pipelined `HGETALL`s do; those are sent after
-/// the script, while the jobs are locked by this worker.
+/// The i-th job's token is derived from `request`. A fetch of up to `WFETCH_INLINE_MAX` jobs
+/// (100, in the include) returns their hashes inline (`hashes[i]` is the flat `HGETALL` of
+/// `jobs[i]`), which spares a round trip; that round trip, not Redis CPU, bounds a worker's
+/// cycle. A larger one (thousands of free slots at once) returns an empty `hashes`, keeping
+/// one script's reply and Lua memory bounded; the hashes are then read with pipelined
+/// `HGETALL`s after the script, while the jobs are locked by this worker.
 pub(crate) async fn parse_fetched(
     client: &Client,
     keys: &WorkerKeys,
