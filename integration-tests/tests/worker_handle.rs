@@ -46,22 +46,7 @@ async fn hash_tagged_prefix_adds_and_processes_jobs() -> anyhow::Result<()> {
     )
     .await?;
     let worker = Worker::spawn(args).await?;
-    let counts_queue = producer.clone();
-    eventually(
-        "20 tagged jobs completed",
-        Duration::from_secs(30),
-        move || {
-            let queue = counts_queue.clone();
-            async move {
-                queue
-                    .get_job_counts()
-                    .await
-                    .map(|c| c.completed == 20)
-                    .unwrap_or(false)
-            }
-        },
-    )
-    .await?;
+    wait_completed(&producer, 20).await?;
     worker.close().await?;
 
     // Every key of the queue lives under the hash tag (one cluster slot); none under `bull:`.
@@ -128,22 +113,7 @@ async fn ten_thousand_slots_fetch_and_hold_ten_thousand_jobs() -> anyhow::Result
     assert_eq!(producer.get_job_counts().await?.active, JOBS as u64);
 
     gate.add_permits(JOBS);
-    let counts_queue = producer.clone();
-    eventually(
-        "10 000 jobs completed",
-        Duration::from_secs(60),
-        move || {
-            let queue = counts_queue.clone();
-            async move {
-                queue
-                    .get_job_counts()
-                    .await
-                    .map(|c| c.completed == JOBS as u64)
-                    .unwrap_or(false)
-            }
-        },
-    )
-    .await?;
+    wait_completed(&producer, JOBS).await?;
     worker.close().await?;
     producer.obliterate(true).await?;
     Ok(())
@@ -180,22 +150,7 @@ async fn locks_of_long_jobs_are_renewed_until_they_finish() -> anyhow::Result<()
     .await?
     .callbacks(callbacks);
     let worker = Worker::spawn(args).await?;
-    let counts_queue = producer.clone();
-    eventually(
-        "5 long jobs completed",
-        Duration::from_secs(60),
-        move || {
-            let queue = counts_queue.clone();
-            async move {
-                queue
-                    .get_job_counts()
-                    .await
-                    .map(|c| c.completed == 5)
-                    .unwrap_or(false)
-            }
-        },
-    )
-    .await?;
+    wait_completed(&producer, 5).await?;
     worker.close().await?;
     assert_eq!(stalled.load(std::sync::atomic::Ordering::SeqCst), 0);
     for i in 1..=5 {
@@ -205,4 +160,23 @@ async fn locks_of_long_jobs_are_renewed_until_they_finish() -> anyhow::Result<()
     }
     producer.obliterate(true).await?;
     Ok(())
+}
+
+/// Waits (generously) until `n` jobs of `producer`'s queue are completed.
+async fn wait_completed(producer: &Queue, n: usize) -> anyhow::Result<()> {
+    let queue = producer.clone();
+    eventually(
+        &format!("{n} jobs completed"),
+        Duration::from_secs(60),
+        move || {
+            let queue = queue.clone();
+            async move {
+                queue
+                    .get_job_counts()
+                    .await
+                    .is_ok_and(|c| c.completed == n as u64)
+            }
+        },
+    )
+    .await
 }
