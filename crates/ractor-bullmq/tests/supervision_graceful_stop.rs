@@ -7,7 +7,7 @@ mod supervision_support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ractor_bullmq::supervision::{DynamicSupervisor, SupervisorOptions};
+use ractor_bullmq::supervision::{DynamicSupervisor, SupervisorOptions, SupervisorRef};
 use supervision_support::*;
 
 /// Records the budgets the hook was called with, then stops the child after `drain`.
@@ -29,13 +29,17 @@ fn hooked(
         })
 }
 
-#[tokio::test]
-async fn terminate_runs_the_hook_with_the_shutdown_or_the_given_budget() {
-    let probe = Probe::default();
-    let budgets = Arc::new(Mutex::new(Vec::new()));
+/// A dynamic supervisor, with the probe and the budget list its hooked children use.
+async fn dynamic_supervisor() -> (SupervisorRef, Probe, Arc<Mutex<Vec<Duration>>>) {
     let (sup, _) = DynamicSupervisor::spawn(None, SupervisorOptions::default())
         .await
         .unwrap();
+    (sup, Probe::default(), Arc::new(Mutex::new(Vec::new())))
+}
+
+#[tokio::test]
+async fn terminate_runs_the_hook_with_the_shutdown_or_the_given_budget() {
+    let (sup, probe, budgets) = dynamic_supervisor().await;
     sup.start_child(hooked(&probe, "a", Duration::ZERO, budgets.clone()))
         .await
         .unwrap();
@@ -59,11 +63,7 @@ async fn terminate_runs_the_hook_with_the_shutdown_or_the_given_budget() {
 
 #[tokio::test]
 async fn a_draining_child_does_not_block_the_supervisor() {
-    let probe = Probe::default();
-    let budgets = Arc::new(Mutex::new(Vec::new()));
-    let (sup, _) = DynamicSupervisor::spawn(None, SupervisorOptions::default())
-        .await
-        .unwrap();
+    let (sup, probe, budgets) = dynamic_supervisor().await;
     sup.start_child(hooked(
         &probe,
         "slow",
@@ -95,11 +95,7 @@ async fn a_draining_child_does_not_block_the_supervisor() {
 
 #[tokio::test]
 async fn shutdown_runs_the_hooks_too() {
-    let probe = Probe::default();
-    let budgets = Arc::new(Mutex::new(Vec::new()));
-    let (sup, _) = DynamicSupervisor::spawn(None, SupervisorOptions::default())
-        .await
-        .unwrap();
+    let (sup, probe, budgets) = dynamic_supervisor().await;
     sup.start_child(hooked(
         &probe,
         "a",

@@ -3,50 +3,17 @@
 //! `tm` we write as `bullmq-otel` would.
 #![cfg(feature = "otel")]
 
+mod otel_support;
 mod telemetry_support;
 
-use opentelemetry::trace::{SpanKind, TraceContextExt, TracerProvider as _};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry::trace::{SpanKind, TraceContextExt};
 use ractor_bullmq::protocol::options::JobOptions;
 use ractor_bullmq::telemetry::{self, otel, span_names, JobTelemetry};
 use ractor_bullmq::{Queue, QueueOptions};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::layer::SubscriberExt;
 
+use otel_support::Otel;
 use telemetry_support::{node_eval, unique_queue};
-
-/// A subscriber exporting every finished span to memory, installed on this thread.
-struct Otel {
-    exporter: InMemorySpanExporter,
-    provider: SdkTracerProvider,
-    _guard: tracing::subscriber::DefaultGuard,
-}
-
-impl Otel {
-    fn install() -> Self {
-        let exporter = InMemorySpanExporter::default();
-        let provider = SdkTracerProvider::builder()
-            .with_simple_exporter(exporter.clone())
-            .build();
-        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("telemetry-test"));
-        let guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
-        Self {
-            exporter,
-            provider,
-            _guard: guard,
-        }
-    }
-
-    fn finished(&self, name: &str) -> SpanData {
-        self.provider.force_flush().expect("flush");
-        self.exporter
-            .get_finished_spans()
-            .expect("spans")
-            .into_iter()
-            .find(|s| s.name == name)
-            .unwrap_or_else(|| panic!("span {name} not exported"))
-    }
-}
 
 const NODE_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const NODE_SPAN: &str = "b7ad6b7169203331";

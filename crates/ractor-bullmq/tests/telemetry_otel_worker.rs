@@ -8,73 +8,21 @@
 //! exporter of their own test; the tests therefore never share a global subscriber.
 #![cfg(feature = "otel")]
 
+mod otel_support;
 mod telemetry_support;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use opentelemetry::trace::{SpanId, SpanKind, TraceContextExt, TraceId, TracerProvider as _};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry::trace::{SpanId, SpanKind, TraceContextExt, TraceId};
 use ractor_bullmq::protocol::options::JobOptions;
 use ractor_bullmq::telemetry::span_names;
 use ractor_bullmq::worker::{Job, JobContext, Worker, WorkerArgs, WorkerHandle, WorkerOptions};
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::layer::SubscriberExt;
 
+use otel_support::Otel;
 use telemetry_support::{node_eval, unique_queue};
-
-/// Generous: a Worker on a loaded shared box may take a while to pick the job up.
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A subscriber exporting every finished span to memory, installed on this thread.
-struct Otel {
-    exporter: InMemorySpanExporter,
-    provider: SdkTracerProvider,
-    _guard: tracing::subscriber::DefaultGuard,
-}
-
-impl Otel {
-    fn install() -> Self {
-        let exporter = InMemorySpanExporter::default();
-        let provider = SdkTracerProvider::builder()
-            .with_simple_exporter(exporter.clone())
-            .build();
-        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("worker-test"));
-        let guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
-        Self {
-            exporter,
-            provider,
-            _guard: guard,
-        }
-    }
-
-    /// The finished spans called `name`.
-    fn finished(&self, name: &str) -> Vec<SpanData> {
-        self.provider.force_flush().expect("flush");
-        self.exporter
-            .get_finished_spans()
-            .expect("spans")
-            .into_iter()
-            .filter(|s| s.name == name)
-            .collect()
-    }
-
-    /// Polls until exactly one span called `name` has finished, and returns it.
-    async fn wait_for_one(&self, name: &str) -> SpanData {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let mut spans = self.finished(name);
-            assert!(spans.len() <= 1, "more than one {name} span: {spans:?}");
-            if let Some(span) = spans.pop() {
-                return span;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {name}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
 
 /// The OpenTelemetry trace and span the processor saw as its current span.
 type Seen = Arc<Mutex<Option<(TraceId, SpanId)>>>;
