@@ -26,6 +26,19 @@ async fn start_runtime() -> anyhow::Result<Runtime> {
     Ok(Runtime::start(options).await?)
 }
 
+/// The Worker supervisor's children: (child id, actor id).
+async fn supervised_workers(
+    runtime: &Runtime,
+) -> anyhow::Result<Vec<(String, Option<ractor::ActorId>)>> {
+    Ok(runtime
+        .worker_supervisor()?
+        .which_children()
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.cell.map(|x| x.get_id())))
+        .collect())
+}
+
 async fn add_jobs(queue: &Queue, n: usize) -> anyhow::Result<()> {
     queue
         .add_bulk((0..n).map(|i| ("job", json!({ "i": i }), JobOptions::default())))
@@ -276,13 +289,7 @@ async fn a_restarted_manager_adopts_its_running_workers() -> anyhow::Result<()> 
         )
         .await?;
     assert_eq!(manager.worker_count().await?, 3);
-    let before: Vec<_> = runtime
-        .worker_supervisor()?
-        .which_children()
-        .await?
-        .into_iter()
-        .map(|c| (c.id, c.cell.map(|x| x.get_id())))
-        .collect();
+    let before = supervised_workers(&runtime).await?;
 
     // The fault: the manager actor stops with an error; the root restarts it.
     let old = manager.actor().await?;
@@ -296,13 +303,7 @@ async fn a_restarted_manager_adopts_its_running_workers() -> anyhow::Result<()> 
     .await?;
     // It adopted the same three Workers (same ids, same actors) rather than starting more.
     assert_eq!(manager.worker_count().await?, 3);
-    let after: Vec<_> = runtime
-        .worker_supervisor()?
-        .which_children()
-        .await?
-        .into_iter()
-        .map(|c| (c.id, c.cell.map(|x| x.get_id())))
-        .collect();
+    let after = supervised_workers(&runtime).await?;
     assert_eq!(before, after);
     // And numbering continues after them.
     assert_eq!(manager.scale_up(1).await?, 4);
