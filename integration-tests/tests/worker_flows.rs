@@ -23,19 +23,7 @@ async fn add_flow(parent_queue: &str, children: Value) -> anyhow::Result<Value> 
                          return fp.close(); }})\
            .then(() => process.exit(0), e => {{ console.error(e); process.exit(1); }});"
     );
-    let output = tokio::process::Command::new("node")
-        .arg("-e")
-        .arg(script)
-        .current_dir(node_dir())
-        .env("REDIS_URL", redis_url())
-        .output()
-        .await?;
-    anyhow::ensure!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(serde_json::from_slice(&output.stdout)?)
+    node_eval(&script).await
 }
 
 async fn state_of(queue: &str, id: &str) -> anyhow::Result<Value> {

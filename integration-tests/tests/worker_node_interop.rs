@@ -188,22 +188,6 @@ async fn failures_retries_and_unrecoverable_match_node_semantics() -> anyhow::Re
     cleanup(&queue).await
 }
 
-async fn node_eval(script: &str) -> anyhow::Result<Value> {
-    let output = tokio::process::Command::new("node")
-        .arg("-e")
-        .arg(script)
-        .current_dir(node_dir())
-        .env("REDIS_URL", redis_url())
-        .output()
-        .await?;
-    anyhow::ensure!(
-        output.status.success(),
-        "node -e failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(serde_json::from_slice(&output.stdout)?)
-}
-
 #[tokio::test]
 async fn global_pause_metrics_and_drained_callback() -> anyhow::Result<()> {
     if !node_available() {

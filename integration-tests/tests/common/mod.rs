@@ -113,6 +113,27 @@ pub async fn run_node(script: &str, arg: &Json) -> Result<Json> {
     })
 }
 
+/// Runs `node -e script` in `integration-tests/node` and returns the JSON it prints.
+pub async fn node_eval(script: &str) -> Result<Json> {
+    let output = tokio::process::Command::new("node")
+        .arg("-e")
+        .arg(script)
+        .current_dir(node_dir())
+        .env("REDIS_URL", redis_url())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .context("could not start `node -e`")?;
+    if !output.status.success() {
+        bail!(
+            "`node -e` failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("`node -e` did not print JSON")
+}
+
 /// Polls `condition` every 25 ms until it returns true; fails after `timeout`.
 pub async fn eventually<F, Fut>(what: &str, timeout: Duration, mut condition: F) -> Result<()>
 where
