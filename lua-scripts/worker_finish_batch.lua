@@ -16,14 +16,17 @@
     "limit"     number = ttl (ms): back to the front of wait, queue rate-limited for ttl ms
   flags holds "v" when value is given, "s" when stacktrace is given, plus "l" / "k" above and
   "n" when the worker knows the job has no parent (no flow bookkeeping to look up).
-  atm, when not empty, is the job's attempts made after this one (completed / failed), read by
-  the worker at fetch time: it is set rather than incremented.
+  atm, when not empty, is the job's attempts made after this one (completed, failed, retry,
+  delay without "k"), read by the worker at fetch time: it is set rather than incremented.
+  When empty it is read from the job hash, checked like every field the script computes with.
   keepCount: empty or -1 keep all, 0 delete the job, n keep the newest n; keepAge in seconds
   (empty: no age limit); keepLimit caps deletions by age per call (empty: 1000).
 
   Returns { codes, fetched } where codes[i] is the outcome of item i
     0 done, -1 job missing, -2 lock missing, -3 job not active, -4 job has pending children,
-    -6 lock held by another worker
+    -6 lock held by another worker, -9 job has failed children (Node's codes), or a string:
+    the job's hash is corrupted, and it was failed with that string as failedReason instead
+  (see worker_common.lua: no item raises once anything was written).
   and fetched the reply of includes/worker_fetch.lua ({ {}, 0, 0, 0, {} } when no fetch was
   asked).
 ]]
@@ -42,16 +45,16 @@ local function saveFailure(jobKey, value, stacktrace)
   if stacktrace then rcall("HSET", jobKey, "stacktrace", stacktrace) end
 end
 
+local KINDS = { completed = true, failed = true, retry = true, delay = true, limit = true }
 local specs = {}
 local function specOf(text)
   local spec = specs[text]
   if spec then return spec end
   local kind, flags, atm, number, keepCount, keepAge, keepLimit =
     string.match(text, "^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$")
-  if not kind then error("malformed finish item spec " .. text) end
+  if not KINDS[kind] then error("malformed finish item spec " .. text) end
   spec = {
-    kind = kind, flags = {}, number = tonumber(number),
-    atm = atm ~= "" and atm or nil, attemptsMade = tonumber(atm),
+    kind = kind, flags = {}, number = tonumber(number), attemptsMade = tonumber(atm),
     keepCount = tonumber(keepCount) or -1, keepAge = tonumber(keepAge),
     keepLimit = tonumber(keepLimit) or 1000,
   }
@@ -108,6 +111,35 @@ local function addFinished(setKey, jobId, trimTo)
 end
 
 
+-- The checks of one item, before anything is written for it (see worker_common.lua): returns
+-- the attempts made after this one (nil when the kind does not count one), the job's parent
+-- (nil when none or not needed) and, for a job that cannot be finished as asked, the reason to
+-- fail it with instead.
+local function check(jobKey, spec)
+  local kind, flags = spec.kind, spec.flags
+  local attemptsMade = nil
+  if kind ~= "limit" and not (kind == "delay" and flags.k) then
+    attemptsMade = spec.attemptsMade
+    if not attemptsMade then
+      local raw = rcall("HGET", jobKey, "atm")
+      local made = wInteger(raw)
+      if made == false then return nil, nil, wNotInteger("atm", raw) end
+      attemptsMade = (made or 0) + 1
+    end
+  end
+  if kind == "retry" or kind == "limit" then
+    local raw = rcall("HGET", jobKey, "priority")
+    if wInteger(raw) == false then return nil, nil, wNotInteger("priority", raw) end
+  end
+  local parent = nil
+  if (kind == "completed" or kind == "failed") and not flags.n then
+    local problem
+    parent, problem = wParentOf(jobKey)
+    if problem then return nil, nil, problem end
+  end
+  return attemptsMade, parent, nil
+end
+
 local function finish(at, spec)
   local jobId, token, kind, flags = ARGV[at], ARGV[at + 1], spec.kind, spec.flags
   local value, stacktrace = nil, nil
@@ -125,27 +157,34 @@ local function finish(at, spec)
     if current then return -6 end
     return -2
   end
-  if kind == "completed" and rcall("SCARD", jobKey .. ":dependencies") > 0 then return -4 end
+  if kind == "completed" then
+    -- Refused as Node refuses them; the worker then fails the job (see dispatch).
+    if rcall("SCARD", jobKey .. ":dependencies") > 0 then return -4 end
+    if rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then return -9 end
+  end
+  local attemptsMade, parent, problem = check(jobKey, spec)
   released[jobId] = true
   unlocked[#unlocked + 1] = jobId
   unlockedKeys[#unlockedKeys + 1] = lockKey
   if rcall("LREM", K.active, "-1", jobId) < 1 then return -3 end
+  if problem then
+    wFailCorrupted(jobId, problem, nowText, "active")
+    return problem
+  end
+  local atm = attemptsMade and string.format("%d", attemptsMade)
 
   if kind == "completed" or kind == "failed" then
     finishedAny = true
     local completed = kind == "completed"
     if not completed then saveFailure(jobKey, value, stacktrace) end
     -- Flows: tell the parent before this job's own state changes (as other clients order it).
-    if flags.n then
+    if not parent then
       -- No parent: nothing to tell.
     elseif completed then
-      wChildCompleted(jobKey, value, now)
+      wChildCompleted(parent, jobKey, value, now)
     else
-      wChildFailed(jobKey, value, now)
+      wChildFailed(parent, jobKey, value, now)
     end
-    local atm = spec.atm
-    local attemptsMade = spec.attemptsMade
-    if not attemptsMade then attemptsMade = rcall("HINCRBY", jobKey, "atm", 1) end
     local field = completed and "returnvalue" or "failedReason"
     local setKey = completed and K.completed or K.failed
     local keepCount, keepAge = spec.keepCount, spec.keepAge
@@ -156,11 +195,7 @@ local function finish(at, spec)
       else
         addFinished(setKey, jobId, keepCount > 0 and keepCount or nil)
       end
-      if atm then
-        rcall("HSET", jobKey, field, value, "finishedOn", nowText, "atm", atm)
-      else
-        rcall("HSET", jobKey, field, value, "finishedOn", nowText)
-      end
+      rcall("HSET", jobKey, field, value, "finishedOn", nowText, "atm", atm)
       if not completed then rcall("HDEL", jobKey, "defa") end
       if keepAge then
         wTrimByAge(setKey, now, keepAge, spec.keepLimit)
@@ -181,19 +216,23 @@ local function finish(at, spec)
     saveFailure(jobKey, value, stacktrace)
     local gated = wQueueGates()
     wEnqueueReady(jobId, flags.l and "RPUSH" or "LPUSH", gated)
-    rcall("HINCRBY", jobKey, "atm", "1")
+    rcall("HSET", jobKey, "atm", atm)
     wEvent("event", "waiting", "jobId", jobId, "prev", "active")
   elseif kind == "delay" then
     saveFailure(jobKey, value, stacktrace)
     local delay = spec.number or 0
     local readyAt = now + math.max(delay, 0)
-    if not flags.k then rcall("HINCRBY", jobKey, "atm", 1) end
-    rcall("HSET", jobKey, "delay", delay)
+    if atm then
+      rcall("HSET", jobKey, "delay", delay, "atm", atm)
+    else
+      rcall("HSET", jobKey, "delay", delay)
+    end
     rcall("ZADD", K.delayed, wDelayedScore(readyAt), jobId)
     wEvent("event", "delayed", "jobId", jobId, "delay", readyAt)
     wSignalDelayed()
-  elseif kind == "limit" then
-    -- Same effect as a Node worker's rateLimit(ttl): the limiter counter is saturated for ttl.
+  else
+    -- "limit": same effect as a Node worker's rateLimit(ttl): the limiter counter is
+    -- saturated for ttl.
     rcall("SET", K.limiter, 9007199254740991, "PX", math.max(spec.number or 1, 1))
     local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
     if priority > 0 then
@@ -205,17 +244,22 @@ local function finish(at, spec)
       if not gated then wSignalReady() end
     end
     wEvent("event", "waiting", "jobId", jobId, "prev", "active")
-  else
-    error("unknown finish kind " .. tostring(kind))
   end
   return 0
 end
 
+-- Every item's spec is decoded before the first write: a malformed one (a bug on our side)
+-- raises while nothing has been written yet.
+local items = {}
 local at, argc = 3, #ARGV
 while at <= argc do
   local spec = specOf(ARGV[at + 2])
-  codes[#codes + 1] = finish(at, spec)
+  items[#items + 1] = { at, spec }
   at = at + (spec.flags.s and 5 or 4)
+end
+if at ~= argc + 1 then error("finish items end mid-item") end
+for i, item in ipairs(items) do
+  codes[i] = finish(item[1], item[2])
 end
 flushAdds(K.completed)
 flushAdds(K.failed)

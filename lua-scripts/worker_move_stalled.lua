@@ -10,14 +10,20 @@
   picks it up next fails it. Afterwards every job currently active is marked for the next run;
   lock renewals take them out of the set again.
 
-  Returns the ids moved back to wait.
+  Returns { recovered, failed, dropped }: the ids moved back to wait, the jobs failed because
+  their stalled counter `stc` is not a number (flat id, reason), and the ids that were active
+  without a job hash (removed from active).
 ]]
 local maxStalled = tonumber(ARGV[2])
 if rcall("SET", K.stalledCheck, ARGV[3], "PX", ARGV[4], "NX") == false then
-  return {}
+  return { {}, {}, {} }
 end
 
 local recovered = {}
+-- Corrupted jobs failed here (flat id, reason; see worker_common.lua) and ids whose job hash
+-- no longer exists.
+local failed, dropped = {}, {}
+local nowText = ARGV[3]
 local marked = rcall("SMEMBERS", K.stalled)
 if #marked > 0 then
   rcall("DEL", K.stalled)
@@ -27,23 +33,36 @@ if #marked > 0 then
     else
       local jobKey = queueBase .. jobId
       if rcall("EXISTS", jobKey .. ":lock") == 0 and rcall("LREM", K.active, 1, jobId) > 0 then
-        local stalledCount = rcall("HINCRBY", jobKey, "stc", 1)
-        -- Jobs produced by a scheduler are re-run rather than failed.
-        local schedulerId = rcall("HGET", jobKey, "rjk")
-        local scheduled = false
-        if schedulerId then
-          scheduled = rcall("EXISTS", K.repeatKey .. ":" .. schedulerId) == 1
-            or rcall("ZSCORE", K.repeatKey, schedulerId) ~= false
+        local attrs = rcall("HMGET", jobKey, "stc", "rjk", "name")
+        local stalledCount = wInteger(attrs[1])
+        if not attrs[3] and rcall("EXISTS", jobKey) == 0 then
+          -- No job hash left (deleted under the worker): nothing to recover.
+          dropped[#dropped + 1] = jobId
+        elseif stalledCount == false then
+          local reason = wNotInteger("stc", attrs[1])
+          wFailCorrupted(jobId, reason, nowText, "active")
+          failed[#failed + 1] = jobId
+          failed[#failed + 1] = reason
+        else
+          stalledCount = (stalledCount or 0) + 1
+          rcall("HSET", jobKey, "stc", stalledCount)
+          -- Jobs produced by a scheduler are re-run rather than failed.
+          local schedulerId = attrs[2]
+          local scheduled = false
+          if schedulerId then
+            scheduled = rcall("EXISTS", K.repeatKey .. ":" .. schedulerId) == 1
+              or rcall("ZSCORE", K.repeatKey, schedulerId) ~= false
+          end
+          if stalledCount > maxStalled and not scheduled then
+            rcall("HSET", jobKey, "defa", "job stalled more than allowable limit")
+          end
+          local gated = wQueueGates()
+          rcall("RPUSH", K.wait, jobId)
+          if not gated then wSignalReady() end
+          wEvent("event", "waiting", "jobId", jobId, "prev", "active")
+          wEvent("event", "stalled", "jobId", jobId)
+          recovered[#recovered + 1] = jobId
         end
-        if stalledCount > maxStalled and not scheduled then
-          rcall("HSET", jobKey, "defa", "job stalled more than allowable limit")
-        end
-        local gated = wQueueGates()
-        rcall("RPUSH", K.wait, jobId)
-        if not gated then wSignalReady() end
-        wEvent("event", "waiting", "jobId", jobId, "prev", "active")
-        wEvent("event", "stalled", "jobId", jobId)
-        recovered[#recovered + 1] = jobId
       end
     end
   end
@@ -53,4 +72,4 @@ local active = rcall("LRANGE", K.active, 0, -1)
 for first = 1, #active, 5000 do
   rcall("SADD", K.stalled, unpack(active, first, math.min(first + 4999, #active)))
 end
-return recovered
+return { recovered, failed, dropped }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use ractor_bullmq::store::{
-    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, Store,
-    StoreResult,
+    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
+    StalledReport, Store, StoreResult,
 };
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerOptions};
@@ -36,14 +36,13 @@ impl FakeStore {
         let mut ready = self.ready.lock().unwrap();
         let jobs = (0..count)
             .filter_map(|_| ready.pop_front())
-            .map(|id| FetchedJob {
-                token: format!("t-{id}"),
-                fields: HashMap::from([
+            .map(|id| {
+                let fields = HashMap::from([
                     ("name".to_string(), "fake".to_string()),
                     ("data".to_string(), "{}".to_string()),
                     ("opts".to_string(), r#"{"attempts":0}"#.to_string()),
-                ]),
-                id,
+                ]);
+                FetchedJob::new(id.clone(), format!("t-{id}"), fields)
             })
             .collect();
         Fetched::with_jobs(jobs)
@@ -90,8 +89,8 @@ impl Store for FakeStore {
         }
         Ok(Vec::new())
     }
-    async fn check_stalled(&self, _max: u32, _interval: Duration) -> StoreResult<Vec<String>> {
-        Ok(Vec::new())
+    async fn check_stalled(&self, _max: u32, _interval: Duration) -> StoreResult<StalledReport> {
+        Ok(StalledReport::default())
     }
     async fn wait_for_job(&self, timeout: Duration) -> StoreResult<bool> {
         tokio::time::sleep(timeout.min(Duration::from_millis(50))).await;

@@ -21,6 +21,80 @@ local K = {
 }
 local queueBase = ARGV[1]
 
+--[[
+  Corrupted jobs. Redis keeps the writes of a script that raises, so a batched script that
+  raised half-way would leave the jobs it had already handled in no state at all. Every script
+  therefore checks the fields it computes with before its first write for a job, and a job
+  that fails the check is failed on its own (`wFailCorrupted`), naming the field and the
+  value, while the rest of the batch goes on. Reasons read
+    corrupted job hash: atm is "abc", not an integer
+  (the Rust decoder words the fields it checks the same way).
+]]
+
+-- Integer fields of a job hash: scripts count with them and other clients parse them.
+local W_INT_FIELDS = { atm = true, ats = true, stc = true, priority = true, delay = true,
+                       timestamp = true }
+
+-- `value` quoted for a reason, cut to 64 bytes.
+local function wQuote(value)
+  if #value > 64 then value = string.sub(value, 1, 64) .. "..." end
+  return '"' .. string.gsub(value, '["\\]', '\\%0') .. '"'
+end
+
+-- The number in an integer field's value: nil when absent or empty, false when not a number.
+local function wInteger(value)
+  if not value or value == "" then return nil end
+  local n = tonumber(value)
+  if not n or n ~= n or n == math.huge or n == -math.huge then return false end
+  return math.floor(n)
+end
+
+local function wNotInteger(field, value)
+  return "corrupted job hash: " .. field .. " is " .. wQuote(value) .. ", not an integer"
+end
+
+-- Whether `s` is valid UTF-8 (job ids become keys, event fields and text in every client).
+local function wIsUtf8(s)
+  if not string.find(s, "[\128-\255]") then return true end
+  local i, n = 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    local len = 1
+    if c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c >= 0xE0 and c <= 0xEF then len = 3
+    elseif c >= 0xF0 and c <= 0xF4 then len = 4
+    elseif c >= 0x80 then return false end
+    if i + len - 1 > n then return false end
+    for j = i + 1, i + len - 1 do
+      local b = string.byte(s, j)
+      if b < 0x80 or b > 0xBF then return false end
+    end
+    if len > 2 then
+      local b = string.byte(s, i + 1)
+      -- Overlong forms, UTF-16 surrogates and code points past U+10FFFF.
+      if (c == 0xE0 and b < 0xA0) or (c == 0xED and b > 0x9F)
+        or (c == 0xF0 and b < 0x90) or (c == 0xF4 and b > 0x8F) then
+        return false
+      end
+    end
+    i = i + len
+  end
+  return true
+end
+
+-- Why a job with these fields cannot be processed, or nil. `fields` maps field -> value (only
+-- the integer fields, `name` and `opts` are looked at); `present` is false when the hash does
+-- not exist at all.
+local function wFieldsProblem(fields)
+  for field in pairs(W_INT_FIELDS) do
+    local value = fields[field]
+    if value and wInteger(value) == false then return wNotInteger(field, value) end
+  end
+  if not fields.name then return "corrupted job hash: name is missing" end
+  if not fields.opts then return "corrupted job hash: opts is missing" end
+  return nil
+end
+
 -- The queue's meta fields the worker scripts use, read with one HMGET on first use in a call.
 -- Nothing in these scripts writes them, so one read serves the whole call.
 local wMetaFields = nil
@@ -53,15 +127,27 @@ local function wEvent(...)
 end
 
 -- Queue-level gates: paused flag, global concurrency, global rate limit (meta max/duration).
+-- A meta value that is not a number is ignored (as if unset) rather than raising mid-script.
 local function wQueueGates()
   local m = wMeta()
   local blocked = m[1] ~= false
   local room = nil
-  if not blocked and m[2] then
-    room = tonumber(m[2]) - rcall("LLEN", K.active)
+  local concurrency = tonumber(m[2])
+  if not blocked and concurrency then
+    room = concurrency - rcall("LLEN", K.active)
     if room <= 0 then blocked = true end
   end
   return blocked, room, tonumber(m[3]), tonumber(m[4])
+end
+
+-- Fails a job whose hash is corrupted, on its own: into `failed` with `reason`, and a `failed`
+-- event (`prev` is the state it was taken from). The caller has taken it out of its list.
+-- Nothing here can raise, whatever the hash holds; retention and flow bookkeeping are skipped,
+-- so the job stays for an operator to inspect.
+local function wFailCorrupted(jobId, reason, nowText, prev)
+  rcall("ZADD", K.failed, nowText, jobId)
+  rcall("HSET", queueBase .. jobId, "failedReason", reason, "finishedOn", nowText)
+  wEvent("event", "failed", "jobId", jobId, "failedReason", reason, "prev", prev)
 end
 
 -- Wakes one idle worker blocked on BZPOPMIN (score 0 = "something is ready now").

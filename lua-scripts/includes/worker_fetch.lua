@@ -11,8 +11,11 @@
     limiterMax      worker rate limit (jobs per limiterDuration), 0 when none
     limiterDuration worker rate limit window in ms
 
-  Returns { jobs, rateLimitTtl, nextDelayedAt, gated, hashes } where jobs lists the ids moved to
-  active, in order; the i-th job's lock token is tokenPrefix .. ":" .. (tokenSeq + i - 1).
+  Returns { jobs, rateLimitTtl, nextDelayedAt, gated, hashes, failed, dropped } where jobs lists
+  the ids moved to active, in order; the i-th job's lock token is
+  tokenPrefix .. ":" .. (tokenSeq + i - 1). failed lists (flat id, reason) the jobs taken from
+  wait that this call failed because their hash is corrupted (see worker_common.lua), dropped
+  the ids taken from wait that had no job hash at all (they are no longer in any list).
   hashes is either empty or, when the call fetched at most WFETCH_INLINE_MAX jobs, holds one
   flat HGETALL reply per job (hashes[i] is jobs[i]'s hash, read after the updates below). For
   larger fetches (10 000 free slots at once) the caller reads the hashes with pipelined
@@ -32,7 +35,8 @@ local WFETCH_INLINE_MAX = 100
 -- Rate-limit window still closed? Returns the remaining ms, 0 when jobs may run.
 local function wRateLimitTtl(maxJobs)
   if not maxJobs or maxJobs <= 0 then return 0 end
-  local used = tonumber(rcall("GET", K.limiter) or 0)
+  -- A counter another client corrupted counts as empty rather than raising.
+  local used = tonumber(rcall("GET", K.limiter)) or 0
   if used < maxJobs then return 0 end
   local ttl = rcall("PTTL", K.limiter)
   if ttl == 0 then rcall("DEL", K.limiter) end
@@ -142,9 +146,11 @@ local function wFetch(f)
   if not window or window <= 0 then window = metaDuration or 0 end
 
   local jobs = {}
+  -- Corrupted jobs failed by this call (flat id, reason) and ids without a job hash.
+  local failed, dropped = {}, {}
   local limitedTtl = wRateLimitTtl(maxJobs)
-  if limitedTtl > 0 then return { jobs, limitedTtl, 0, 0, {} } end
-  if gated then return { jobs, 0, 0, 1, {} } end
+  if limitedTtl > 0 then return { jobs, limitedTtl, 0, 0, {}, failed, dropped } end
+  if gated then return { jobs, 0, 0, 1, {}, failed, dropped } end
 
   local want = tonumber(f.count)
   if room and room < want then want = room end
@@ -185,59 +191,93 @@ local function wFetch(f)
   local tokenSeq = f.tokenSeq
   local hashes = {}
   local inline = #ids <= WFETCH_INLINE_MAX
-  for i, jobId in ipairs(ids) do
+  for _, jobId in ipairs(ids) do
     local jobKey = queueBase .. jobId
-    local token = tokenPrefix .. string.format("%d", tokenSeq + i - 1)
-    rcall("SET", jobKey .. ":lock", token, "PX", lockTtl)
-    wEvent("event", "active", "jobId", jobId, "prev", "waiting")
-    if inline then
-      -- The hash is read anyway: read it first and write the new attempt count with the other
-      -- fields (one HSET instead of HSET + HINCRBY), then update the copy we return.
-      local hash = rcall("HGETALL", jobKey)
-      local atsAt, processedAt, pbAt = nil, nil, nil
-      for j = 1, #hash, 2 do
-        local field = hash[j]
-        if field == "ats" then
-          atsAt = j + 1
-        elseif field == "processedOn" then
-          processedAt = j + 1
-        elseif field == "pb" then
-          pbAt = j + 1
+    -- Checked before anything is written for the job (see wFieldsProblem): a corrupted job is
+    -- failed on its own and the others are fetched as usual. problem false: no hash at all.
+    local problem, hash, ats = nil, nil, nil
+    local atsAt, processedAt, pbAt = nil, nil, nil
+    if not wIsUtf8(jobId) then
+      problem = "corrupted job id: not valid UTF-8"
+    elseif inline then
+      -- The hash is returned anyway: read it first, and write the new attempt count with the
+      -- other fields (one HSET instead of HSET + HINCRBY), then update the copy we return.
+      hash = rcall("HGETALL", jobKey)
+      if #hash == 0 then
+        problem = false
+      else
+        local fields = {}
+        for j = 1, #hash, 2 do
+          local field = hash[j]
+          if field == "ats" then
+            atsAt = j + 1
+          elseif field == "processedOn" then
+            processedAt = j + 1
+          elseif field == "pb" then
+            pbAt = j + 1
+          end
+          if W_INT_FIELDS[field] or field == "name" or field == "opts" then
+            fields[field] = hash[j + 1]
+          end
         end
+        problem = wFieldsProblem(fields)
+        ats = fields.ats
       end
-      local ats = string.format("%d", (atsAt and tonumber(hash[atsAt]) or 0) + 1)
+    else
+      -- Larger fetches leave the hashes to the caller: read only what is checked.
+      local v = rcall("HMGET", jobKey, "atm", "ats", "stc", "priority", "delay", "timestamp",
+                      "name", "opts")
+      if not v[7] and not v[8] and rcall("EXISTS", jobKey) == 0 then
+        problem = false
+      else
+        problem = wFieldsProblem({ atm = v[1], ats = v[2], stc = v[3], priority = v[4],
+                                   delay = v[5], timestamp = v[6], name = v[7], opts = v[8] })
+        ats = v[2]
+      end
+    end
+    if problem == false then
+      -- An id without a job hash: there is no job to run or to fail. It leaves active and is
+      -- reported to the worker.
+      rcall("LREM", K.active, 1, jobId)
+      dropped[#dropped + 1] = jobId
+    elseif problem then
+      rcall("LREM", K.active, 1, jobId)
+      wFailCorrupted(jobId, problem, nowText, "waiting")
+      failed[#failed + 1] = jobId
+      failed[#failed + 1] = problem
+    else
+      local n = #jobs + 1
+      local token = tokenPrefix .. string.format("%d", tokenSeq + n - 1)
+      rcall("SET", jobKey .. ":lock", token, "PX", lockTtl)
+      wEvent("event", "active", "jobId", jobId, "prev", "waiting")
+      ats = string.format("%d", (wInteger(ats) or 0) + 1)
       if name then
         rcall("HSET", jobKey, "processedOn", nowText, "ats", ats, "pb", name)
       else
         rcall("HSET", jobKey, "processedOn", nowText, "ats", ats)
       end
-      if not processedAt then
-        processedAt = #hash + 2
-        hash[processedAt - 1] = "processedOn"
-      end
-      hash[processedAt] = nowText
-      if not atsAt then
-        atsAt = #hash + 2
-        hash[atsAt - 1] = "ats"
-      end
-      hash[atsAt] = ats
-      if name then
-        if not pbAt then
-          pbAt = #hash + 2
-          hash[pbAt - 1] = "pb"
+      if inline then
+        if not processedAt then
+          processedAt = #hash + 2
+          hash[processedAt - 1] = "processedOn"
         end
-        hash[pbAt] = name
+        hash[processedAt] = nowText
+        if not atsAt then
+          atsAt = #hash + 2
+          hash[atsAt - 1] = "ats"
+        end
+        hash[atsAt] = ats
+        if name then
+          if not pbAt then
+            pbAt = #hash + 2
+            hash[pbAt - 1] = "pb"
+          end
+          hash[pbAt] = name
+        end
+        hashes[n] = hash
       end
-      hashes[i] = hash
-    else
-      if name then
-        rcall("HSET", jobKey, "processedOn", nowText, "pb", name)
-      else
-        rcall("HSET", jobKey, "processedOn", nowText)
-      end
-      rcall("HINCRBY", jobKey, "ats", "1")
+      jobs[n] = jobId
     end
-    jobs[i] = jobId
   end
 
   if #ids > 0 then
@@ -250,7 +290,7 @@ local function wFetch(f)
       prioritizedLeft = rcall("ZCARD", K.prioritized) > 0
     end
     if waitLeft or prioritizedLeft then wSignalReady() end
-    return { jobs, limitedTtl, 0, 0, hashes }
   end
-  return { jobs, 0, wNextDelayedAt() or 0, 0, {} }
+  if #jobs > 0 then return { jobs, limitedTtl, 0, 0, hashes, failed, dropped } end
+  return { jobs, 0, wNextDelayedAt() or 0, 0, {}, failed, dropped }
 end

@@ -29,8 +29,9 @@ local function wReleaseParent(parentQueueKey, parentKey, parentId, now)
   end
   local meta = rcall("HMGET", parentQueueKey .. ":meta", "paused", "concurrency")
   local gated = meta[1] ~= false
-  if not gated and meta[2] then
-    gated = rcall("LLEN", parentQueueKey .. ":active") >= tonumber(meta[2])
+  local concurrency = tonumber(meta[2])
+  if not gated and concurrency then
+    gated = rcall("LLEN", parentQueueKey .. ":active") >= concurrency
   end
   if priority > 0 then
     local counter = rcall("INCR", parentQueueKey .. ":pc")
@@ -42,26 +43,37 @@ local function wReleaseParent(parentQueueKey, parentKey, parentId, now)
   rcall("XADD", events, "*", "event", "waiting", "jobId", parentId, "prev", "waiting-children")
 end
 
--- The parent's id, job key and queue key, from the child's `parent` JSON or `parentKey`.
+-- The parent of the job at `jobKey`, from its `parent` JSON or `parentKey`: nil when it has
+-- none, else { id, key, queueKey, policy }. Returns nil and a reason when the fields are
+-- corrupted (checked before the caller writes anything, see worker_common.lua).
 local function wParentOf(jobKey)
   local attrs = rcall("HMGET", jobKey, "parentKey", "parent")
   local parentKey, raw = attrs[1], attrs[2]
   if raw then
-    local parent = cjson.decode(raw)
-    return parent["id"], parent["queueKey"] .. ":" .. parent["id"], parent["queueKey"], parent
+    local ok, parent = pcall(cjson.decode, raw)
+    local id = ok and type(parent) == "table" and parent["id"]
+    local queueKey = id and parent["queueKey"]
+    if (type(id) ~= "string" and type(id) ~= "number") or type(queueKey) ~= "string" then
+      return nil, "corrupted job hash: parent is " .. wQuote(raw) .. ", not a parent reference"
+    end
+    id = tostring(id)
+    return { id = id, key = queueKey .. ":" .. id, queueKey = queueKey, policy = parent }
   end
   if parentKey and parentKey ~= "" then
     local parentId = string.match(parentKey, ".*:(.*)")
-    return parentId, parentKey, string.sub(parentKey, 1, #parentKey - #parentId - 1), {}
+    if not parentId or parentId == "" then
+      return nil, "corrupted job hash: parentKey is " .. wQuote(parentKey) .. ", not a job key"
+    end
+    return { id = parentId, key = parentKey,
+             queueKey = string.sub(parentKey, 1, #parentKey - #parentId - 1), policy = {} }
   end
   return nil
 end
 
--- A child completed with `returnvalue`: record it in the parent's `:processed` hash and release
--- the parent when it has no pending children left.
-local function wChildCompleted(jobKey, returnvalue, now)
-  local parentId, parentKey, parentQueueKey = wParentOf(jobKey)
-  if not parentId then return end
+-- A child (of `parent`, from wParentOf) completed with `returnvalue`: record it in the
+-- parent's `:processed` hash and release the parent when it has no pending children left.
+local function wChildCompleted(parent, jobKey, returnvalue, now)
+  local parentId, parentKey, parentQueueKey = parent.id, parent.key, parent.queueKey
   local dependencies = parentKey .. ":dependencies"
   if rcall("SREM", dependencies, jobKey) == 1 then
     rcall("HSET", parentKey .. ":processed", jobKey, returnvalue)
@@ -71,13 +83,13 @@ local function wChildCompleted(jobKey, returnvalue, now)
   end
 end
 
--- A child failed for good: apply the parent's failure policy.
+-- A child (of `parent`, from wParentOf) failed for good: apply the parent's failure policy.
 --   fpof: the parent fails too (deferred failure "child <key> failed", released to run it)
 --   cpof: the parent continues (failure recorded in `:failed`), released at once
 --   idof: the failure is recorded in `:failed` and ignored; rdof: the dependency is dropped
-local function wChildFailed(jobKey, reason, now)
-  local parentId, parentKey, parentQueueKey, policy = wParentOf(jobKey)
-  if not parentId then return end
+local function wChildFailed(parent, jobKey, reason, now)
+  local parentId, parentKey, parentQueueKey = parent.id, parent.key, parent.queueKey
+  local policy = parent.policy
   local dependencies = parentKey .. ":dependencies"
   if policy["fpof"] then
     if rcall("SREM", dependencies, jobKey) == 1 then

@@ -25,19 +25,28 @@ end
 -- Counts `n` jobs finished at `now` into the metrics hash and its one-point-per-minute list.
 -- Same result as counting them one at a time: only the first can close a minute.
 local function wCountMetrics(metricsKey, maxPoints, now, n)
-  local count = rcall("HINCRBY", metricsKey, "count", n) - n
-  local prevTs = rcall("HGET", metricsKey, "prevTS")
+  local m = rcall("HMGET", metricsKey, "count", "prevTS", "prevCount")
+  local count, prevTs, prevCount = wInteger(m[1]), wInteger(m[2]), wInteger(m[3])
+  if count == false or prevTs == false or prevCount == false then
+    -- Another client corrupted the counters: count afresh rather than raise after the batch
+    -- was written.
+    rcall("DEL", metricsKey)
+    count, prevTs, prevCount = nil, nil, nil
+  end
+  count = count or 0
   if not prevTs then
-    rcall("HSET", metricsKey, "prevTS", now, "prevCount", 0)
+    rcall("HSET", metricsKey, "count", count + n, "prevTS", now, "prevCount", 0)
     return
   end
-  local minutes = math.min(math.floor(now / 60000) - math.floor(tonumber(prevTs) / 60000), maxPoints)
-  if minutes <= 0 then return end
+  local minutes = math.min(math.floor(now / 60000) - math.floor(prevTs / 60000), maxPoints)
+  if minutes <= 0 then
+    rcall("HSET", metricsKey, "count", count + n)
+    return
+  end
   local dataKey = metricsKey .. ":data"
-  local delta = count - tonumber(rcall("HGET", metricsKey, "prevCount") or 0)
-  rcall("LPUSH", dataKey, delta)
+  rcall("LPUSH", dataKey, count - (prevCount or 0))
   -- Minutes without any finished job between the previous point and this one count as zero.
   for _ = 2, minutes do rcall("LPUSH", dataKey, 0) end
   rcall("LTRIM", dataKey, 0, maxPoints - 1)
-  rcall("HSET", metricsKey, "prevCount", count, "prevTS", now)
+  rcall("HSET", metricsKey, "count", count + n, "prevCount", count, "prevTS", now)
 end

@@ -87,9 +87,11 @@ pub enum ValidationError {
 
 /// A job hash field that could not be decoded.
 ///
-/// Displays as `field "data": invalid JSON: ...`.
+/// Displays as `atm is "abc", not an integer` or `data holds invalid JSON: ...`: the wording
+/// the worker scripts use for the fields they check, so a failed job's `failedReason` reads
+/// the same whichever side found the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("field \"{field}\": {reason}")]
+#[error("{field} {reason}")]
 pub struct DecodeError {
     /// The job hash field (Redis name, e.g. `data`, `opts`, `atm`).
     pub field: String,
@@ -121,9 +123,9 @@ pub enum DecodeReason {
 impl fmt::Display for DecodeReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::InvalidJson(e) => write!(f, "invalid JSON: {e}"),
-            Self::InvalidNumber(v) => write!(f, "invalid number: {v:?}"),
-            Self::Missing => f.write_str("missing"),
+            Self::InvalidJson(e) => write!(f, "holds invalid JSON: {e}"),
+            Self::InvalidNumber(v) => write!(f, "is {v:?}, not an integer"),
+            Self::Missing => f.write_str("is missing"),
         }
     }
 }

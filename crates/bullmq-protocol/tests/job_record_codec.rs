@@ -93,33 +93,25 @@ type Pair<'a> = (&'a str, &'a str);
 #[test]
 fn errors_name_the_field() {
     let cases: [(&[Pair], &str, &str); 7] = [
-        (
-            &[("data", "{oops")],
-            "data",
-            "field \"data\": invalid JSON: ",
-        ),
-        (&[("opts", "[1]")], "opts", "field \"opts\": invalid JSON: "),
+        (&[("data", "{oops")], "data", "data holds invalid JSON: "),
+        (&[("opts", "[1]")], "opts", "opts holds invalid JSON: "),
         (
             &[("progress", "{")],
             "progress",
-            "field \"progress\": invalid JSON",
+            "progress holds invalid JSON",
         ),
-        (
-            &[("parent", "{}")],
-            "parent",
-            "field \"parent\": invalid JSON",
-        ),
+        (&[("parent", "{}")], "parent", "parent holds invalid JSON"),
         (
             &[("timestamp", "soon")],
             "timestamp",
-            "field \"timestamp\": invalid number: \"soon\"",
+            "timestamp is \"soon\", not an integer",
         ),
         (
             &[("priority", "99999999999")],
             "priority",
-            "field \"priority\": invalid number",
+            "priority is \"99999999999\", not an integer",
         ),
-        (&[("ats", "NaN")], "ats", "field \"ats\": invalid number"),
+        (&[("ats", "NaN")], "ats", "ats is \"NaN\", not an integer"),
     ];
     for (pairs, name, message) in cases {
         let err = JobRecord::decode("1", &hash(pairs)).expect_err(name);

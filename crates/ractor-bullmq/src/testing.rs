@@ -36,7 +36,9 @@ use bullmq_protocol::job_record::JobRecord;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::store::{FetchRequest, Fetched, Finish, FinishReply, Store, StoreError, StoreResult};
+use crate::store::{
+    FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult,
+};
 use crate::worker::{classify, run_job, JobContext, Processor, WorkerCallbacks};
 
 pub use crate::worker::JobOutcome;
@@ -293,7 +295,7 @@ impl Store for RecordingStore {
         &self,
         _max_stalled_count: u32,
         _interval: Duration,
-    ) -> StoreResult<Vec<String>> {
+    ) -> StoreResult<StalledReport> {
         Err(unsupported("check_stalled"))
     }
 

@@ -214,6 +214,7 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
     drop(active);
     telemetry::stalled_check("s", "s#1", 1, 1);
     telemetry::rate_limit_hit("s", "s#1", Duration::from_millis(5));
+    telemetry::finish_refused("s", "s#1", "1", &"Missing lock for job 1. moveToFinished");
     telemetry::queue_paused("s");
     telemetry::queue_resumed("s");
     telemetry::queue_drained("s");

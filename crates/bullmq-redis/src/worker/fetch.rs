@@ -6,7 +6,7 @@ use std::time::Duration;
 use fred::prelude::{Client, HashesInterface, Value};
 use serde::Serialize;
 
-use super::reply::{array, hash, integer, string, unexpected};
+use super::reply::{array, integer, job_hash, string, strings, unexpected};
 use super::scripts::FETCH_BATCH;
 use super::WorkerKeys;
 use crate::error::Result;
@@ -85,6 +85,50 @@ pub struct FetchedJob {
     pub token: String,
     /// The job hash as stored (fields `name`, `data`, `opts`, `timestamp`, `atm`, `ats`, …).
     pub fields: HashMap<String, String>,
+    /// Why the hash could not be read as text (a field that is not UTF-8), in which case
+    /// `fields` is empty: the worker fails the job with this reason rather than run it on data
+    /// decoded lossily.
+    pub unreadable: Option<String>,
+}
+
+impl FetchedJob {
+    /// A fetched job with a readable hash.
+    pub fn new(
+        id: impl Into<String>,
+        token: impl Into<String>,
+        fields: HashMap<String, String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            token: token.into(),
+            fields,
+            unreadable: None,
+        }
+    }
+}
+
+/// A job a script failed on its own because its hash is corrupted (see the "Bad input"
+/// section of `docs/compatibility.md`): it is in `failed` with `reason` as `failedReason`, and
+/// a `failed` event was emitted. The other jobs of the call were processed as usual.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptedJob {
+    /// The job id (lossily decoded when it is not UTF-8, which is then the reason).
+    pub id: String,
+    /// `failedReason`, naming the field and its value.
+    pub reason: String,
+}
+
+/// Parses the flat `id, reason, …` list of the corrupted jobs a script failed.
+pub(crate) fn corrupted_jobs(script: &'static str, value: Value) -> Result<Vec<CorruptedJob>> {
+    let mut items = array(script, value)?.into_iter();
+    let mut out = Vec::new();
+    while let (Some(id), Some(reason)) = (items.next(), items.next()) {
+        out.push(CorruptedJob {
+            id: string(script, id)?,
+            reason: string(script, reason)?,
+        });
+    }
+    Ok(out)
 }
 
 /// What a fetch returned.
@@ -99,6 +143,11 @@ pub struct Fetched {
     pub next_delayed_at: Option<u64>,
     /// The queue is paused or at its global concurrency.
     pub gated: bool,
+    /// Jobs taken from wait that the script failed because their hash is corrupted.
+    pub corrupted: Vec<CorruptedJob>,
+    /// Ids taken from wait that had no job hash: nothing to run or to fail; they were removed
+    /// from the queue's lists.
+    pub dropped: Vec<String>,
 }
 
 impl Fetched {
@@ -141,7 +190,7 @@ pub async fn fetch_batch(
     parse_fetched(client, keys, FETCH_BATCH.name(), reply, Some(request)).await
 }
 
-/// Parses the `{ jobs, rateLimitTtl, nextDelayedAt, gated, hashes }` reply of the fetch include,
+/// Parses the `{ jobs, rateLimitTtl, nextDelayedAt, gated, hashes, corrupted, dropped }` reply of the fetch include,
 /// reading the hashes of the jobs it moved to active when the reply does not carry them.
 ///
 /// The i-th job's token is derived from `request`. A fetch of up to `WFETCH_INLINE_MAX` jobs
@@ -167,6 +216,14 @@ pub(crate) async fn parse_fetched(
         Some(hashes) => array(script, hashes)?,
         None => Vec::new(),
     };
+    let corrupted = match parts.next() {
+        Some(list) => corrupted_jobs(script, list)?,
+        None => Vec::new(),
+    };
+    let dropped = match parts.next() {
+        Some(list) => strings(script, list)?,
+        None => Vec::new(),
+    };
     let ids = array(script, jobs)?
         .into_iter()
         .map(|id| string(script, id))
@@ -178,6 +235,8 @@ pub(crate) async fn parse_fetched(
         rate_limited_for: Duration::from_millis(u64::try_from(ttl).unwrap_or(0)),
         next_delayed_at: u64::try_from(next).ok().filter(|n| *n > 0),
         gated: integer(script, gated)? != 0,
+        corrupted,
+        dropped,
     };
     if ids.is_empty() {
         return Ok(fetched);
@@ -201,10 +260,15 @@ pub(crate) async fn parse_fetched(
         ));
     }
     for ((seq, id), fields) in (request.token_seq..).zip(ids).zip(hashes) {
+        let (fields, unreadable) = match job_hash(script, fields?)? {
+            Ok(fields) => (fields, None),
+            Err(reason) => (HashMap::new(), Some(reason)),
+        };
         fetched.jobs.push(FetchedJob {
             token: format!("{}:{seq}", request.token_prefix),
             id,
-            fields: hash(script, fields?)?,
+            fields,
+            unreadable,
         });
     }
     Ok(fetched)

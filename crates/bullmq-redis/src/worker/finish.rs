@@ -6,7 +6,7 @@ use fred::prelude::{Client, Value};
 use serde::Serialize;
 
 use super::fetch::{parse_fetched, FetchRequest, Fetched, WireFetch};
-use super::reply::{array, integer, unexpected};
+use super::reply::{array, integer, string, unexpected};
 use super::scripts::FINISH_BATCH;
 use super::WorkerKeys;
 use crate::error::Result;
@@ -161,6 +161,11 @@ pub enum FinishCode {
     PendingChildren,
     /// Another worker holds the lock.
     LockNotOwned,
+    /// The job has failed children (its `:unsuccessful` set is not empty) and cannot complete.
+    FailedChildren,
+    /// The job's hash is corrupted: the script failed the job instead, with the reason in
+    /// [`FinishReply::corrupted`].
+    Corrupted,
     /// A code this version does not know.
     Other(i64),
 }
@@ -174,7 +179,24 @@ impl FinishCode {
             -3 => Self::NotActive,
             -4 => Self::PendingChildren,
             -6 => Self::LockNotOwned,
+            -9 => Self::FailedChildren,
             other => Self::Other(other),
+        }
+    }
+
+    /// The code other BullMQ clients use for this outcome (0 for done, -100 for a corrupted
+    /// job, which has no Node code).
+    pub fn code(self) -> i64 {
+        match self {
+            Self::Ok => 0,
+            Self::MissingJob => -1,
+            Self::MissingLock => -2,
+            Self::NotActive => -3,
+            Self::PendingChildren => -4,
+            Self::LockNotOwned => -6,
+            Self::FailedChildren => -9,
+            Self::Corrupted => -100,
+            Self::Other(code) => code,
         }
     }
 
@@ -192,12 +214,19 @@ pub struct FinishReply {
     pub codes: Vec<FinishCode>,
     /// Jobs fetched for the freed slots (empty when no fetch was asked).
     pub fetched: Fetched,
+    /// For each [`FinishCode::Corrupted`] code: its index in `codes` and the `failedReason` the
+    /// script failed the job with.
+    pub corrupted: Vec<(usize, String)>,
 }
 
 impl FinishReply {
     /// A reply with these codes and fetched jobs (for fake stores in tests).
     pub fn new(codes: Vec<FinishCode>, fetched: Fetched) -> Self {
-        Self { codes, fetched }
+        Self {
+            codes,
+            fetched,
+            corrupted: Vec::new(),
+        }
     }
 }
 
@@ -277,7 +306,10 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
             stacktrace,
             lifo,
         } => {
-            let mut item = WireItem::new("retry", Some(reason), stacktrace.as_deref());
+            let mut item = WireItem {
+                atm: next_attempts,
+                ..WireItem::new("retry", Some(reason), stacktrace.as_deref())
+            };
             if *lifo {
                 item.flags.push('l');
             }
@@ -291,6 +323,7 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
         } => {
             let mut item = WireItem {
                 number: Some(millis(*delay)),
+                atm: next_attempts.filter(|_| !*skip_attempt),
                 ..WireItem::new("delay", reason.as_deref(), stacktrace.as_deref())
             };
             if *skip_attempt {
@@ -382,9 +415,18 @@ pub async fn finish_batch(
     let (Some(codes), Some(fetched)) = (parts.next(), parts.next()) else {
         return Err(unexpected(script, "finish reply has fewer than 2 parts"));
     };
+    let mut corrupted = Vec::new();
     let codes = array(script, codes)?
         .into_iter()
-        .map(|c| integer(script, c).map(FinishCode::from_code))
+        .enumerate()
+        .map(|(i, code)| match code {
+            // A string is the reason a corrupted job was failed with instead.
+            Value::String(_) | Value::Bytes(_) => {
+                corrupted.push((i, string(script, code)?));
+                Ok(FinishCode::Corrupted)
+            }
+            code => integer(script, code).map(FinishCode::from_code),
+        })
         .collect::<Result<Vec<_>>>()?;
     if codes.len() != finishes.len() {
         return Err(unexpected(
@@ -395,5 +437,6 @@ pub async fn finish_batch(
     Ok(FinishReply {
         codes,
         fetched: parse_fetched(client, keys, script, fetched, fetch).await?,
+        corrupted,
     })
 }

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use fred::prelude::{Client, Value};
 
-use super::reply::strings;
+use super::fetch::{corrupted_jobs, CorruptedJob};
+use super::reply::{array, strings, unexpected};
 use super::scripts::{EXTEND_LOCKS, MOVE_STALLED};
 use super::WorkerKeys;
 use crate::error::Result;
@@ -44,13 +45,36 @@ pub async fn extend_locks(
     strings(EXTEND_LOCKS.name(), reply)
 }
 
-/// Runs the stalled check unless another worker ran it less than `interval` ago: returns the
-/// ids of lock-less jobs moved back to wait (those stalled more than `max_stalled_count` times
-/// carry a deferred failure and are failed by the worker that fetches them).
+/// What one stalled check did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StalledReport {
+    /// Lock-less jobs moved back to wait (those stalled more than `max_stalled_count` times
+    /// carry a deferred failure and are failed by the worker that fetches them).
+    pub recovered: Vec<String>,
+    /// Stalled jobs failed instead because their hash is corrupted (`stc` not a number).
+    pub corrupted: Vec<CorruptedJob>,
+    /// Ids that were active without a job hash; they were removed from active.
+    pub dropped: Vec<String>,
+}
+
+impl StalledReport {
+    /// A report of these recovered ids (for fake stores in tests).
+    pub fn recovered(ids: Vec<String>) -> Self {
+        Self {
+            recovered: ids,
+            ..Self::default()
+        }
+    }
+}
+
+/// Runs the stalled check unless another worker ran it less than `interval` ago (then the
+/// report is empty).
 ///
 /// # Errors
 ///
-/// [`crate::RedisError::Command`] when Redis fails.
+/// [`crate::RedisError::Command`] when Redis fails; [`crate::RedisError::UnexpectedReply`]
+/// when the reply is malformed.
 ///
 /// # Cancel safety
 ///
@@ -61,13 +85,24 @@ pub async fn move_stalled(
     max_stalled_count: u32,
     interval: Duration,
     now_ms: u64,
-) -> Result<Vec<String>> {
+) -> Result<StalledReport> {
     let args: Vec<Value> = vec![
         keys.queue().base().into(),
         max_stalled_count.to_string().into(),
         now_ms.to_string().into(),
         millis(interval).to_string().into(),
     ];
+    let script = MOVE_STALLED.name();
     let reply: Value = MOVE_STALLED.run(client, keys.script_keys(), args).await?;
-    strings(MOVE_STALLED.name(), reply)
+    let mut parts = array(script, reply)?.into_iter();
+    let (Some(recovered), Some(corrupted), Some(dropped)) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(unexpected(script, "stalled reply has fewer than 3 parts"));
+    };
+    Ok(StalledReport {
+        recovered: strings(script, recovered)?,
+        corrupted: corrupted_jobs(script, corrupted)?,
+        dropped: strings(script, dropped)?,
+    })
 }

@@ -14,11 +14,11 @@ mod reply;
 mod scripts;
 
 pub use blocking::wait_for_marker;
-pub use fetch::{fetch_batch, FetchRequest, Fetched, FetchedJob};
+pub use fetch::{fetch_batch, CorruptedJob, FetchRequest, Fetched, FetchedJob};
 pub use finish::{
     finish_batch, Finish, FinishAction, FinishCode, FinishReply, JobFacts, Retention,
 };
-pub use locks::{extend_locks, move_stalled};
+pub use locks::{extend_locks, move_stalled, StalledReport};
 
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 

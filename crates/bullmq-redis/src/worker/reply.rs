@@ -51,27 +51,50 @@ pub(crate) fn integer(script: &'static str, value: Value) -> Result<i64> {
     }
 }
 
-/// An `HGETALL` reply (flat field, value list, or a map) as a map.
-pub(crate) fn hash(script: &'static str, value: Value) -> Result<HashMap<String, String>> {
-    if let Value::Map(map) = value {
-        return map
+/// A job hash as text, or why it cannot be read as text: a field or value that is not UTF-8
+/// (another client wrote bytes). Decoding such a value lossily would hand the processor data
+/// nobody wrote, so the job is failed with the reason instead.
+pub(crate) fn job_hash(
+    script: &'static str,
+    value: Value,
+) -> Result<std::result::Result<HashMap<String, String>, String>> {
+    let items = match value {
+        Value::Map(map) => map
             .inner()
             .into_iter()
-            .map(|(field, value)| {
-                let field = field
-                    .into_string()
-                    .ok_or_else(|| unexpected(script, "hash field is not text"))?;
-                Ok((field, string(script, value)?))
-            })
-            .collect();
-    }
-    let items = array(script, value)?;
+            .flat_map(|(field, value)| [Value::from(field), value])
+            .collect(),
+        other => array(script, other)?,
+    };
     let mut map = HashMap::with_capacity(items.len() / 2);
     let mut iter = items.into_iter();
     while let (Some(field), Some(value)) = (iter.next(), iter.next()) {
-        map.insert(string(script, field)?, string(script, value)?);
+        let field = match field {
+            Value::Bytes(bytes) => match String::from_utf8(bytes.to_vec()) {
+                Ok(text) => text,
+                Err(_) => {
+                    let shown = String::from_utf8_lossy(&bytes).into_owned();
+                    return Ok(Err(format!(
+                        "corrupted job hash: field name {shown:?} is not valid UTF-8"
+                    )));
+                }
+            },
+            other => string(script, other)?,
+        };
+        let value = match value {
+            Value::Bytes(bytes) => match String::from_utf8(bytes.to_vec()) {
+                Ok(text) => text,
+                Err(_) => {
+                    return Ok(Err(format!(
+                        "corrupted job hash: {field} is not valid UTF-8"
+                    )))
+                }
+            },
+            other => string(script, other)?,
+        };
+        map.insert(field, value);
     }
-    Ok(map)
+    Ok(Ok(map))
 }
 
 pub(crate) fn strings(script: &'static str, value: Value) -> Result<Vec<String>> {

@@ -19,8 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use bullmq_redis::worker::{
-    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobFacts,
-    Retention,
+    CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
+    JobFacts, Retention, StalledReport,
 };
 pub use redis::RedisStore;
 pub use traced::Traced;
@@ -65,13 +65,13 @@ pub trait Store: Send + Sync + 'static {
         lock_duration: Duration,
     ) -> StoreResult<Vec<String>>;
 
-    /// Runs the stalled check (at most once per `interval` across all workers); returns the
-    /// ids moved back to wait.
+    /// Runs the stalled check (at most once per `interval` across all workers); reports the
+    /// ids moved back to wait and the corrupted jobs it failed instead.
     async fn check_stalled(
         &self,
         max_stalled_count: u32,
         interval: Duration,
-    ) -> StoreResult<Vec<String>>;
+    ) -> StoreResult<StalledReport>;
 
     /// Blocks up to `timeout` until jobs may be ready (a producer or a finished retry signalled
     /// the queue). `true` when woken by a signal, `false` on timeout.

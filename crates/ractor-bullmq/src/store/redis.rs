@@ -10,7 +10,10 @@ use bullmq_redis::fred::types::ClientUnblockFlag;
 use bullmq_redis::worker::{self as calls, WorkerKeys};
 use bullmq_redis::ConnectionConfig;
 
-use super::{now_ms, FetchRequest, Fetched, Finish, FinishReply, Store, StoreError, StoreResult};
+use super::{
+    now_ms, FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError,
+    StoreResult,
+};
 
 /// A [`Store`] on Redis: one command connection and one blocking connection (named so Node's
 /// `queue.getWorkers()` lists it).
@@ -113,7 +116,7 @@ impl Store for RedisStore {
         &self,
         max_stalled_count: u32,
         interval: Duration,
-    ) -> StoreResult<Vec<String>> {
+    ) -> StoreResult<StalledReport> {
         Ok(calls::move_stalled(
             &self.client,
             &self.keys,

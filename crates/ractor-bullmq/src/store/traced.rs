@@ -5,7 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tracing::Instrument;
 
-use super::{FetchRequest, Fetched, Finish, FinishReply, Store, StoreResult};
+use super::{FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreResult};
 
 /// Wraps a store and instruments every call (see the [module docs](super) for the spans).
 #[derive(Debug, Clone)]
@@ -96,7 +96,7 @@ impl<S: Store> Store for Traced<S> {
         &self,
         max_stalled_count: u32,
         interval: Duration,
-    ) -> StoreResult<Vec<String>> {
+    ) -> StoreResult<StalledReport> {
         let span = tracing::debug_span!(
             "bullmq.store.check_stalled",
             queue = self.queue_name(),
@@ -105,8 +105,8 @@ impl<S: Store> Store for Traced<S> {
         );
         async {
             let result = self.0.check_stalled(max_stalled_count, interval).await;
-            if let Ok(ids) = &result {
-                tracing::Span::current().record("recovered", ids.len());
+            if let Ok(report) = &result {
+                tracing::Span::current().record("recovered", report.recovered.len());
             }
             record_err(&result);
             result

@@ -252,6 +252,14 @@ pub fn queue_drained(queue: &str) {
         "queue drained");
 }
 
+/// The store refused to record how job `job_id` ended (`bullmq.job.finish_refused` with
+/// `error`, Node's message for the refusal code): its lock was lost or taken, it was moved or
+/// removed, or it still has children. WARN: the job was not finished as the worker meant.
+pub fn finish_refused(queue: &str, worker: &str, job_id: &str, error: &dyn fmt::Display) {
+    tracing::event!(target: TARGET, Level::WARN, event = ev::JOB_FINISH_REFUSED, queue, worker,
+        job.id = job_id, error = %error, "finish refused");
+}
+
 /// The queue's rate limit was reached; fetching resumes after `delay`
 /// (`bullmq.rate_limit.hit` with `delay_ms`; counter `bullmq_rate_limit_hits_total`).
 /// `worker` is empty when not reported by a worker.

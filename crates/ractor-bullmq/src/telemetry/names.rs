@@ -45,9 +45,11 @@ pub mod event_names {
     pub const QUEUE_DRAINED: &str = "bullmq.queue.drained";
     /// The queue's rate limit was reached.
     pub const RATE_LIMIT_HIT: &str = "bullmq.rate_limit.hit";
+    /// The store refused to record how a job ended.
+    pub const JOB_FINISH_REFUSED: &str = "bullmq.job.finish_refused";
 
     /// Every event name, in catalogue order.
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 14] = [
         JOB_ADDED,
         JOB_STARTED,
         JOB_COMPLETED,
@@ -61,6 +63,7 @@ pub mod event_names {
         QUEUE_RESUMED,
         QUEUE_DRAINED,
         RATE_LIMIT_HIT,
+        JOB_FINISH_REFUSED,
     ];
 }
 

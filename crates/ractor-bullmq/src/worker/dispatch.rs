@@ -17,7 +17,8 @@ use super::worker::{
 };
 use super::Job;
 use crate::store::{
-    now_ms, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, JobFacts, StoreError,
+    now_ms, CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode,
+    FinishReply, JobFacts, StoreError,
 };
 use crate::telemetry::{self, JobTelemetry};
 
@@ -128,12 +129,10 @@ impl WorkerState {
             let take = self.pending.len().min(self.opts.max_finish_batch);
             let batch: Vec<Pending> = self.pending.drain(..take).collect();
             // Like Node's moveToFinished, always look for more work in the same round trip:
-            // it also refreshes the next delayed timestamp.
-            let fetch_count = if self.may_fetch() && !limited {
-                free
-            } else {
-                0
-            };
+            // it also refreshes the next delayed timestamp. Even while rate-limited: the
+            // script checks the limiter itself, and asking is what keeps it from writing a
+            // `drained` Node would not write (Node's worker asks too).
+            let fetch_count = if self.may_fetch() { free } else { 0 };
             let fetch = (fetch_count > 0).then(|| self.fetch_request(fetch_count));
             self.inflight += 1;
             self.reserved += fetch_count;
@@ -272,12 +271,9 @@ impl WorkerState {
                 match result {
                     Ok(reply) => {
                         self.error_streak = 0;
-                        // Locks are renewed until Redis confirmed the finish (a batch that
-                        // waits out a Redis outage keeps its jobs' locks alive).
-                        self.untrack(batch.iter().map(|p| p.finish.job_id.clone()).collect());
-                        self.report_finished(batch, &reply.codes);
+                        let fetched = self.settle_batch(batch, reply);
                         if requested > 0 {
-                            self.accept_fetched(myself, reply.fetched, requested).await;
+                            self.accept_fetched(myself, fetched, requested).await;
                         }
                     }
                     Err(error) if self.closing.is_some() => {
@@ -335,18 +331,18 @@ impl WorkerState {
             InternalMsg::StalledDone(result) => {
                 self.stalled_busy = false;
                 match result {
-                    Ok(ids) => {
-                        let recovered = ids.len() as u64;
+                    Ok(report) => {
                         telemetry::stalled_check(
                             self.store.queue_name(),
                             &self.label,
-                            recovered,
-                            0,
+                            report.recovered.len() as u64,
+                            report.corrupted.len() as u64,
                         );
-                        for id in &ids {
+                        for id in &report.recovered {
                             tracing::info!(job_id = %id, "stalled job moved back to wait");
                             self.callbacks.stalled(id);
                         }
+                        self.report_failed_by_store(&report.corrupted, &report.dropped);
                     }
                     Err(error) => self.callbacks.error(&WorkerError::Store(error)),
                 }
@@ -375,8 +371,12 @@ impl WorkerState {
         tracing::trace!(requested, fetched = fetched.jobs.len(), next_delayed_at = ?fetched.next_delayed_at,
             rate_limited_for = ?fetched.rate_limited_for, "fetched");
         self.next_delayed_at = fetched.next_delayed_at;
-        self.idle = (fetched.jobs.len() as u64) < u64::from(requested);
-        if fetched.jobs.is_empty() {
+        self.report_failed_by_store(&fetched.corrupted, &fetched.dropped);
+        // Corrupted and dropped ids were taken from the queue too: the queue is not idle
+        // because of them.
+        let taken = fetched.jobs.len() + fetched.corrupted.len() + fetched.dropped.len();
+        self.idle = (taken as u64) < u64::from(requested);
+        if taken == 0 {
             if !self.drained {
                 self.drained = true;
                 self.callbacks.drained();
@@ -406,16 +406,25 @@ impl WorkerState {
         myself: &ActorRef<WorkerMsg>,
         fetched: FetchedJob,
     ) -> Option<(String, String)> {
-        let FetchedJob { id, token, fields } = fetched;
+        let FetchedJob {
+            id,
+            token,
+            fields,
+            unreadable,
+        } = fetched;
         if self.closing == Some(true) {
             // Force-closing: do not start anything new.
             self.left_behind.push(id);
             return None;
         }
-        let job = match bullmq_protocol::JobRecord::decode(&id, &fields) {
+        let decoded = match unreadable {
+            Some(reason) => Err(reason),
+            None => bullmq_protocol::JobRecord::decode(&id, &fields)
+                .map_err(|error| format!("corrupted job hash: {error}")),
+        };
+        let job = match decoded {
             Ok(record) => Job::from_record(self.store.queue_name(), record),
-            Err(error) => {
-                let reason = format!("corrupted job hash: {error}");
+            Err(reason) => {
                 tracing::warn!(job_id = %id, %reason, "failing a job that cannot be decoded");
                 let finish = Finish {
                     job_id: id,
@@ -555,14 +564,126 @@ impl WorkerState {
         }
     }
 
-    /// Fires callbacks for a recorded batch.
-    fn report_finished(&mut self, batch: Vec<Pending>, codes: &[crate::store::FinishCode]) {
-        for (pending, code) in batch.into_iter().zip(codes) {
-            let id = pending.finish.job_id.clone();
-            if !code.is_ok() {
-                tracing::warn!(job_id = %id, ?code, "job could not be finished: lock lost or job moved");
-                continue;
+    /// Settles a finish batch the store answered: reports each job by its code, does what
+    /// Node's Worker does for each refusal, and stops renewing the locks of the jobs that are
+    /// no longer ours. Returns the jobs fetched in the same call.
+    fn settle_batch(&mut self, batch: Vec<Pending>, reply: FinishReply) -> Fetched {
+        let mut reasons = reply.corrupted.into_iter();
+        let mut settled = Vec::with_capacity(batch.len());
+        for (pending, code) in batch.into_iter().zip(reply.codes) {
+            match code {
+                FinishCode::Ok => settled.push(pending),
+                FinishCode::Corrupted => {
+                    let reason = reasons.next().map(|(_, reason)| reason).unwrap_or_default();
+                    let id = pending.finish.job_id.clone();
+                    self.untrack(vec![id.clone()]);
+                    self.report_corrupted(&id, pending.job, &reason, pending.duration);
+                }
+                code => self.refused(pending, code),
             }
+        }
+        // Locks are renewed until Redis confirmed the finish (a batch that waits out a Redis
+        // outage keeps its jobs' locks alive).
+        self.untrack(settled.iter().map(|p| p.finish.job_id.clone()).collect());
+        self.report_finished(settled);
+        reply.fetched
+    }
+
+    /// A finish the store refused with `code`: the typed error reaches `on_error` and
+    /// telemetry once. A completion refused for pending or failed children is then recorded
+    /// as a failure, as Node's Worker fails such a job with the refusal as its reason (retried
+    /// while attempts remain for pending children; unrecoverable for failed ones): the lock is
+    /// still ours, so it stays tracked. Any other code means the job is no longer ours (lock
+    /// lost or taken, job moved or removed): it is left to its owner or to stalled recovery.
+    fn refused(&mut self, pending: Pending, code: FinishCode) {
+        let Pending {
+            finish,
+            job,
+            duration,
+            ..
+        } = pending;
+        let command = match finish.action {
+            FinishAction::Retry { .. } => "retryJob",
+            FinishAction::Delay { .. } => "moveToDelayed",
+            FinishAction::RateLimit { .. } => "moveJobFromActiveToWait",
+            _ => "moveToFinished",
+        };
+        let error = WorkerError::FinishRefused {
+            job_id: finish.job_id.clone(),
+            code,
+            command,
+        };
+        let reason = error.to_string();
+        telemetry::finish_refused(
+            self.store.queue_name(),
+            &self.label,
+            &finish.job_id,
+            &reason,
+        );
+        self.callbacks.error(&error);
+        let children = matches!(
+            code,
+            FinishCode::PendingChildren | FinishCode::FailedChildren
+        );
+        match job {
+            Some(job) if children && matches!(finish.action, FinishAction::Complete { .. }) => {
+                let outcome = if code == FinishCode::FailedChildren {
+                    JobOutcome::Unrecoverable {
+                        trace: format!("UnrecoverableError: {reason}"),
+                        reason,
+                    }
+                } else {
+                    JobOutcome::Failed {
+                        trace: format!("Error: {reason}"),
+                        reason,
+                    }
+                };
+                self.record_outcome(job, finish.token, outcome, duration);
+            }
+            _ => {
+                self.untrack(vec![finish.job_id.clone()]);
+                if code == FinishCode::MissingLock {
+                    // Still in active without a lock: a stalled check brings it back.
+                    self.left_behind.push(finish.job_id);
+                }
+            }
+        }
+    }
+
+    /// A job the store failed on its own because its hash is corrupted: `failed` callback and
+    /// telemetry, as for any job that failed for good.
+    fn report_corrupted(&self, id: &str, job: Option<Job>, reason: &str, duration: Duration) {
+        tracing::warn!(job_id = %id, %reason, "corrupted job failed");
+        let jt = match &job {
+            Some(job) => JobTelemetry::from_job(job, &self.label),
+            None => JobTelemetry::new(self.store.queue_name(), id, "").worker(&self.label),
+        };
+        telemetry::job_failed(&jt, duration, &reason);
+        self.callbacks.failed(&FailedJob {
+            id: id.to_string(),
+            job,
+            reason: reason.to_string(),
+            will_retry: false,
+        });
+    }
+
+    /// Reports what a fetch or a stalled check did on its own: corrupted jobs it failed and
+    /// ids without a job hash it dropped.
+    fn report_failed_by_store(&self, corrupted: &[CorruptedJob], dropped: &[String]) {
+        for job in corrupted {
+            self.report_corrupted(&job.id, None, &job.reason, Duration::ZERO);
+        }
+        for id in dropped {
+            tracing::warn!(job_id = %id, "job id without a job hash removed from the queue");
+            self.callbacks
+                .error(&WorkerError::JobHashMissing { job_id: id.clone() });
+        }
+    }
+
+    /// Fires callbacks for jobs the store finished.
+    fn report_finished(&mut self, batch: Vec<Pending>) {
+        for pending in batch {
+            let id = pending.finish.job_id.clone();
             let jt = match &pending.job {
                 Some(job) => JobTelemetry::from_job(job, &self.label),
                 None => JobTelemetry::new(self.store.queue_name(), &id, "").worker(&self.label),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::store::StoreError;
+use crate::store::{FinishCode, StoreError};
 
 /// Return this from a processor (through `anyhow`) to fail the job without further attempts,
 /// as Node's `UnrecoverableError`. The message becomes `failedReason`.
@@ -84,4 +84,48 @@ pub enum WorkerError {
     /// The worker has stopped (or is stopping) and cannot take the request.
     #[error("the worker is not running")]
     NotRunning,
+    /// The store refused to record how a job ended (Node's `finishedErrors`; the message is
+    /// Node's wording). What the Worker did next is Node's: a completion refused because of
+    /// pending or failed children is recorded as a failure of the job instead; a job whose
+    /// lock was lost is left to its new owner or to stalled recovery.
+    #[error("{}", refusal_message(.job_id, *.code, .command))]
+    FinishRefused {
+        /// The job.
+        job_id: String,
+        /// What the store answered.
+        code: FinishCode,
+        /// The operation, in Node's words (`moveToFinished`, `retryJob`, `moveToDelayed`).
+        command: &'static str,
+    },
+    /// A job id was taken from the queue but has no job hash (deleted under the queue by
+    /// another client or by hand): there was nothing to run or to fail, and the id was removed
+    /// from the queue's lists.
+    #[error("job {job_id} has no job hash; its id was removed from the queue")]
+    JobHashMissing {
+        /// The id.
+        job_id: String,
+    },
+}
+
+/// Node 6.7.0's message for a refused finish (`finishedErrors`), so mixed fleets log one text.
+fn refusal_message(job_id: &str, code: FinishCode, command: &str) -> String {
+    match code {
+        FinishCode::MissingJob => format!("Missing key for job {job_id}. {command}"),
+        FinishCode::MissingLock => format!("Missing lock for job {job_id}. {command}"),
+        FinishCode::NotActive => format!("Job {job_id} is not in the active state. {command}"),
+        FinishCode::PendingChildren => {
+            format!("Job {job_id} has pending dependencies. {command}")
+        }
+        FinishCode::LockNotOwned => {
+            format!("Lock mismatch for job {job_id}. Cmd {command} from active")
+        }
+        FinishCode::FailedChildren => format!(
+            "Cannot complete job {job_id} because it has at least one failed child. {command}"
+        ),
+        FinishCode::Corrupted => format!("Job {job_id} has a corrupted hash. {command}"),
+        other => format!(
+            "Unknown code {} error for {job_id}. {command}",
+            other.code()
+        ),
+    }
 }

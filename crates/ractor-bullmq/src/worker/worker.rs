@@ -30,7 +30,7 @@ use super::options::WorkerOptions;
 use super::outcome::{Ended, JobOutcome};
 use super::{Job, Processor};
 use crate::store::{
-    Fetched, Finish, FinishReply, RedisStore, Store, StoreError, StoreResult, Traced,
+    Fetched, Finish, FinishReply, RedisStore, StalledReport, Store, StoreError, StoreResult, Traced,
 };
 use crate::{telemetry, ConnectionConfig};
 
@@ -109,7 +109,7 @@ pub(super) enum InternalMsg {
     StoreError(StoreError),
     Woken(StoreResult<bool>),
     StalledTick,
-    StalledDone(StoreResult<Vec<String>>),
+    StalledDone(StoreResult<StalledReport>),
 }
 
 pub(super) fn internal(msg: InternalMsg) -> WorkerMsg {
