@@ -2,7 +2,8 @@
 // Runs a Node BullMQ Worker on a queue and reports what it processed, in order.
 //
 // Args: {queue, prefix?, concurrency?: 1, stopAfter?: n, idleMs?: ms, timeoutMs?: 60000,
-//        name?: worker name, lockDuration?: ms, stalledInterval?: ms, drainDelay?: s}
+//        name?: worker name, lockDuration?: ms, stalledInterval?: ms, drainDelay?: s,
+//        limiter?: {max, duration}}
 // The processor's behaviour is chosen by the job's data (all optional, combined in this order):
 //   {sleepMs: n}            wait n ms
 //   {progress: v | [v...]}  job.updateProgress(v) for each value
@@ -69,6 +70,7 @@ run(async args => {
       lockDuration: args.lockDuration || 30000,
       stalledInterval: args.stalledInterval || 30000,
       drainDelay: args.drainDelay || 1,
+      limiter: args.limiter,
     },
   );
   worker.on('completed', (job, returnvalue) => {
