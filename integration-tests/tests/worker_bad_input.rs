@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use worker_common::*;
 
 /// One kind of corruption, applied to the job hash `key` (the job is waiting).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Damage {
     /// `HSET field value`.
     Set(&'static str, &'static str),
@@ -326,6 +326,9 @@ async fn run_ours(concurrency: usize, good: usize) -> Result<()> {
         let node_bad = states(&client, &node_queue, &node_bad_ids).await?;
         let node_bad_lost = node_bad.values().filter(|s| *s == "none").count();
         let node_active = list_len(&client, format!("{PREFIX}:{node_queue}:active")).await?;
+        for ((damage, _), (id, _)) in CASES.iter().zip(&node_seeded.bad) {
+            println!("Node, {damage:?}: {}", node_bad[id]);
+        }
         println!(
             "concurrency {concurrency}: Node left {node_lost_good} of {} good jobs not \
              completed, {node_bad_lost} of {} corrupted jobs in no finished set, {node_active} \
@@ -419,6 +422,74 @@ async fn a_hash_corrupted_while_active_fails_alone_in_its_finish_batch() -> Resu
         let n = list_len(&client, format!("{PREFIX}:{queue_name}:{list}")).await?;
         assert_eq!(n, 0, "{list} is empty");
     }
+    client.quit().await?;
+    cleanup(&queue_name).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupted_queue_counters_never_stop_the_worker() -> Result<()> {
+    let queue_name = unique_queue("w-badcounters");
+    let base = format!("{PREFIX}:{queue_name}");
+    let queue = open_queue(&queue_name).await?;
+    let mut jobs = Vec::new();
+    for i in 0..60u32 {
+        // Delayed prioritized jobs: their promotion counts with `pc`.
+        let opts = JobOptions::new()
+            .priority(1 + i % 3)
+            .delay(Duration::from_millis(300));
+        jobs.push(("job", json!({ "i": i }), opts));
+    }
+    let added = queue.add_bulk(jobs).await?;
+    queue.close().await?;
+    let client = raw_client().await?;
+    let _: () = client
+        .set(format!("{base}:pc"), "not a counter", None, None, false)
+        .await?;
+    let _: () = client
+        .set(
+            format!("{base}:limiter"),
+            "not a counter",
+            None,
+            None,
+            false,
+        )
+        .await?;
+    let _: i64 = client
+        .hset(format!("{base}:meta"), ("concurrency", "lots"))
+        .await?;
+    let _: i64 = client
+        .hset(
+            format!("{base}:metrics:completed"),
+            [("count", "x"), ("prevTS", "y"), ("prevCount", "z")],
+        )
+        .await?;
+    let worker = spawn_worker(
+        &queue_name,
+        WorkerOptions::new()
+            .concurrency(10)
+            .limiter(1000, Duration::from_secs(1))
+            .metrics_max_data_points(10),
+        WorkerCallbacks::new(),
+    )
+    .await?;
+    wait_finished(&queue_name, 60, Duration::from_secs(60)).await?;
+    worker.close().await?;
+    let ids: Vec<String> = added.iter().map(|j| j.id().to_string()).collect();
+    let got = states(&client, &queue_name, &ids).await?;
+    assert!(
+        got.values().all(|s| s == "completed"),
+        "every job completed: {got:?}"
+    );
+    let count: Option<String> = client
+        .hget(format!("{base}:metrics:completed"), "count")
+        .await?;
+    assert!(
+        count
+            .as_deref()
+            .and_then(|c| c.parse::<u64>().ok())
+            .is_some(),
+        "metrics counted afresh: {count:?}"
+    );
     client.quit().await?;
     cleanup(&queue_name).await
 }

@@ -140,6 +140,14 @@ local function wQueueGates()
   return blocked, room, tonumber(m[3]), tonumber(m[4])
 end
 
+-- INCR that cannot raise: a counter another client overwrote with text starts again at 1.
+local function wIncr(key)
+  local n = redis.pcall("INCR", key)
+  if type(n) == "number" then return n end
+  rcall("SET", key, "1")
+  return 1
+end
+
 -- Fails a job whose hash is corrupted, on its own: into `failed` with `reason`, and a `failed`
 -- event (`prev` is the state it was taken from). The caller has taken it out of its list.
 -- Nothing here can raise, whatever the hash holds; retention and flow bookkeeping are skipped,
@@ -169,7 +177,7 @@ end
 
 -- Priority score: priority in the high 32 bits, the queue's `pc` counter below for FIFO order.
 local function wPriorityScore(priority)
-  local counter = rcall("INCR", K.pc)
+  local counter = wIncr(K.pc)
   return priority * 0x100000000 + counter % 0x100000000
 end
 

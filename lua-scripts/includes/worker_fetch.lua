@@ -171,7 +171,7 @@ local function wFetch(f)
       -- A deferred failure (`defa`) is failed right away by the worker and does not count
       -- against the rate limit.
       if rcall("HEXISTS", queueBase .. jobId, "defa") == 0 then
-        if rcall("INCR", K.limiter) == 1 then
+        if wIncr(K.limiter) == 1 then
           rcall("PEXPIRE", K.limiter, math.floor(math.abs(window)))
         end
       end

@@ -34,7 +34,7 @@ local function wReleaseParent(parentQueueKey, parentKey, parentId, now)
     gated = rcall("LLEN", parentQueueKey .. ":active") >= concurrency
   end
   if priority > 0 then
-    local counter = rcall("INCR", parentQueueKey .. ":pc")
+    local counter = wIncr(parentQueueKey .. ":pc")
     rcall("ZADD", parentQueueKey .. ":prioritized", priority * 0x100000000 + counter % 0x100000000, parentId)
   else
     rcall("RPUSH", parentQueueKey .. ":wait", parentId)
