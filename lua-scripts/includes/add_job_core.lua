@@ -75,7 +75,7 @@ local function nextJobCounter(ctx)
     ctx.nextCounter = counter + 1
     return counter
   end
-  return rcall("INCR", ctx.keys.id)
+  return incrCounter(ctx.keys.id)
 end
 
 local function addJob(ctx, customId, name, data, optsJson, opts, timestamp, parentKey,

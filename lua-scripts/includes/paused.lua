@@ -13,8 +13,10 @@ local function isPausedOrMaxed(metaKey, activeKey)
   if meta[1] then
     return true
   end
-  if meta[2] then
-    return rcall("LLEN", activeKey) >= (tonumber(meta[2]) or 0)
+  -- A concurrency that is not a number is ignored, as the worker scripts ignore it.
+  local concurrency = tonumber(meta[2])
+  if concurrency then
+    return rcall("LLEN", activeKey) >= concurrency
   end
   return false
 end
