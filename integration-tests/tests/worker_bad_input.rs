@@ -439,9 +439,13 @@ async fn corrupted_queue_counters_never_stop_the_worker() -> Result<()> {
             .delay(Duration::from_millis(300));
         jobs.push(("job", json!({ "i": i }), opts));
     }
+    let client = raw_client().await?;
+    // A bulk add of prioritized jobs counts with `pc` too: it must not raise half-way.
+    let _: () = client
+        .set(format!("{base}:pc"), "not a counter", None, None, false)
+        .await?;
     let added = queue.add_bulk(jobs).await?;
     queue.close().await?;
-    let client = raw_client().await?;
     let _: () = client
         .set(format!("{base}:pc"), "not a counter", None, None, false)
         .await?;
