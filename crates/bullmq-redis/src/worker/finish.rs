@@ -120,6 +120,9 @@ pub struct JobFacts {
     pub attempts_made: Option<u32>,
     /// Whether the job has a parent (`parentKey` / `parent` in its hash).
     pub has_parent: Option<bool>,
+    /// Whether the job has a deduplication id (`deid` in its hash). `Some(false)` spares the
+    /// finish script reading `deid` when the job completes or fails.
+    pub has_deduplication: Option<bool>,
 }
 
 impl JobFacts {
@@ -128,7 +131,15 @@ impl JobFacts {
         Self {
             attempts_made: Some(attempts_made),
             has_parent: Some(has_parent),
+            has_deduplication: None,
         }
+    }
+
+    /// Adds whether the job's hash has a `deid` (read at fetch time).
+    #[must_use]
+    pub fn with_deduplication(mut self, has_deduplication: bool) -> Self {
+        self.has_deduplication = Some(has_deduplication);
+        self
     }
 }
 
@@ -305,6 +316,9 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
     };
     if finish.facts.has_parent == Some(false) {
         item.flags.push('n');
+    }
+    if finish.facts.has_deduplication == Some(false) {
+        item.flags.push('e');
     }
     if item.value.is_some() {
         item.flags.push('v');
