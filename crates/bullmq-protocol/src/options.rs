@@ -583,7 +583,9 @@ pub struct Deduplication {
     /// Reset the pending job's delay on each duplicate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reschedule: Option<bool>,
-    /// Keep the last duplicate added while the job is active (Node `keepLastIfActive`).
+    /// Keep the last duplicate added while the job is active and add it as a new job when the
+    /// active one completes or fails (Node `keepLastIfActive`); the window then never expires
+    /// (`ttl` is ignored) and ends when its job finishes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_last_if_active: Option<bool>,
 }
@@ -616,6 +618,20 @@ impl Deduplication {
     #[must_use]
     pub fn replace(mut self, on: bool) -> Self {
         self.replace = Some(on);
+        self
+    }
+
+    /// Sets `reschedule`.
+    #[must_use]
+    pub fn reschedule(mut self, on: bool) -> Self {
+        self.reschedule = Some(on);
+        self
+    }
+
+    /// Sets `keepLastIfActive`.
+    #[must_use]
+    pub fn keep_last_if_active(mut self, on: bool) -> Self {
+        self.keep_last_if_active = Some(on);
         self
     }
 }
