@@ -1,0 +1,620 @@
+//! The lifecycle of deduplication windows (`de:{id}`) and of duplicates kept for after an active
+//! job (`dn:{id}`, keepLastIfActive), compared with Node BullMQ 6.7.0: the same steps (adds,
+//! workers, removal, clean, drain, obliterate) run once through Node's Queue and Worker
+//! (`node/dedup_steps.js`) and once through ours, and after each step both leave the same
+//! `de:` / `dn:` keys (value, expiry or not), the same jobs in the same states and counter, and
+//! the same add / deduplicated / removed events; every add returns the same id on both sides.
+//! Skipped (loudly) when `node` is missing.
+
+mod common;
+mod worker_common;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use bullmq_protocol::options::JobOptions;
+use common::*;
+use fred::prelude::SortedSetsInterface;
+use fred::prelude::{Client, ClientLike, HashesInterface, KeysInterface, ListInterface};
+use ractor_bullmq::worker::{Job, JobContext};
+use ractor_bullmq::{Queue, Worker, WorkerArgs, WorkerCallbacks, WorkerHandle, WorkerOptions};
+use serde_json::{json, Value as Json};
+use tokio::sync::{Notify, Semaphore};
+
+/// How long any wait of the scenario may take on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Job hash fields compared (the rest holds times and worker names).
+const JOB_FIELDS: [&str; 9] = [
+    "name",
+    "data",
+    "opts",
+    "deid",
+    "delay",
+    "priority",
+    "atm",
+    "returnvalue",
+    "failedReason",
+];
+
+// ---------------------------------------------------------------------------------------------
+// Steps (the contract of node/dedup_steps.js)
+
+fn add(label: &str, data: Json, opts: Json) -> Json {
+    json!({"op": "add", "label": label, "name": "job", "data": data, "opts": opts})
+}
+
+fn work(attempts: usize) -> Json {
+    json!({"op": "work", "attempts": attempts})
+}
+
+fn hold(steps: Vec<Json>) -> Json {
+    json!({"op": "hold", "steps": steps})
+}
+
+fn snap(label: &str) -> Json {
+    json!({"op": "snap", "label": label})
+}
+
+fn with(mut opts: Json, extra: Json) -> Json {
+    if let (Some(opts), Json::Object(extra)) = (opts.as_object_mut(), extra) {
+        opts.extend(extra);
+    }
+    opts
+}
+
+/// Options deduplicating on `id` with the mode's settings.
+fn dedup(mode: &Json, id: &str) -> Json {
+    let mut de = mode.clone();
+    de["id"] = json!(id);
+    json!({ "deduplication": de })
+}
+
+/// A later add that only tells whether the window is still closed: delayed far enough that no
+/// worker of the scenario runs it.
+fn probe(label: &str, mode: &Json, id: &str) -> Json {
+    add(
+        label,
+        json!({"probe": true}),
+        with(dedup(mode, id), json!({"delay": 600_000})),
+    )
+}
+
+/// Completion, failure, retry, removal (waiting and finished jobs), clean (wait, completed,
+/// failed), drain (waiting, then delayed) and obliterate, for one deduplication mode.
+fn lifecycle_steps(mode: &Json) -> Vec<Json> {
+    let retry = json!({"attempts": 2, "backoff": {"type": "fixed", "delay": 2000}});
+    vec![
+        add("c1", json!({}), dedup(mode, "c")),
+        add("c2", json!({}), dedup(mode, "c")),
+        work(1),
+        snap("completed"),
+        probe("c3", mode, "c"),
+        add("f1", json!({"fail": true}), dedup(mode, "f")),
+        work(1),
+        snap("failed"),
+        probe("f2", mode, "f"),
+        add(
+            "r1",
+            json!({"failAttempts": 1}),
+            with(dedup(mode, "r"), retry),
+        ),
+        work(1),
+        snap("retrying"),
+        work(1),
+        snap("retried"),
+        probe("r2", mode, "r"),
+        add("m1", json!({}), dedup(mode, "m")),
+        json!({"op": "remove", "ref": "m1"}),
+        snap("removed"),
+        probe("m2", mode, "m"),
+        json!({"op": "remove", "ref": "c1"}),
+        snap("removed-finished"),
+        probe("c4", mode, "c"),
+        add("l1", json!({}), dedup(mode, "l")),
+        json!({"op": "clean", "type": "wait"}),
+        snap("cleaned-wait"),
+        probe("l2", mode, "l"),
+        json!({"op": "clean", "type": "completed"}),
+        json!({"op": "clean", "type": "failed"}),
+        snap("cleaned-finished"),
+        add("d1", json!({}), dedup(mode, "d")),
+        json!({"op": "drain", "delayed": false}),
+        snap("drained"),
+        probe("d2", mode, "d"),
+        json!({"op": "drain", "delayed": true}),
+        snap("drained-delayed"),
+        add("o1", json!({}), dedup(mode, "o")),
+        json!({"op": "obliterate"}),
+        snap("obliterated"),
+        add("o2", json!({}), dedup(mode, "o")),
+        snap("after-obliterate"),
+    ]
+}
+
+/// keepLastIfActive: duplicates of an active owner kept and queued when it completes or fails,
+/// the latest one winning and its own options (priority, custom id) applied; a duplicate of a
+/// waiting owner dropped; the kept payload surviving a retry and discarded with the removed
+/// owner; with ttl, extend and replace.
+fn keep_last_steps() -> Vec<Json> {
+    let keep = |id: &str, extra: Json| {
+        let mut de = with(json!({"id": id, "keepLastIfActive": true}), extra);
+        de["id"] = json!(id);
+        json!({ "deduplication": de })
+    };
+    let held = json!({"hold": true});
+    vec![
+        add("k1", held.clone(), keep("k", json!({}))),
+        hold(vec![
+            add("k2", json!({"v": 1}), keep("k", json!({}))),
+            add(
+                "k3",
+                json!({"v": 2}),
+                with(keep("k", json!({})), json!({"priority": 5})),
+            ),
+            snap("kept"),
+        ]),
+        snap("requeued"),
+        add("k4", json!({"v": 3}), keep("k", json!({}))),
+        snap("duplicate-of-waiting"),
+        work(1),
+        snap("released"),
+        add(
+            "k5",
+            json!({}),
+            with(keep("k", json!({})), json!({"delay": 600_000})),
+        ),
+        add(
+            "f1",
+            json!({"hold": true, "fail": true}),
+            keep("f", json!({})),
+        ),
+        hold(vec![add("f2", json!({"v": 1}), keep("f", json!({})))]),
+        snap("requeued-after-failure"),
+        work(1),
+        snap("released-after-failure"),
+        add(
+            "r1",
+            json!({"hold": true, "failAttempts": 1}),
+            with(
+                keep("r", json!({})),
+                json!({"attempts": 2, "backoff": {"type": "fixed", "delay": 600_000}}),
+            ),
+        ),
+        hold(vec![add("r2", json!({"v": 1}), keep("r", json!({})))]),
+        snap("kept-across-retry"),
+        json!({"op": "remove", "ref": "r1"}),
+        snap("removed-with-kept"),
+        add("t1", held.clone(), keep("t", json!({"ttl": 60_000}))),
+        hold(vec![add(
+            "t2",
+            json!({}),
+            keep("t", json!({"ttl": 60_000})),
+        )]),
+        snap("ttl-requeued"),
+        work(1),
+        add(
+            "x1",
+            held.clone(),
+            keep("x", json!({"ttl": 60_000, "extend": true})),
+        ),
+        hold(vec![add(
+            "x2",
+            json!({}),
+            with(
+                keep("x", json!({"ttl": 60_000, "extend": true})),
+                json!({"jobId": "next-x"}),
+            ),
+        )]),
+        snap("extend-requeued"),
+        work(1),
+        add("p1", held, keep("p", json!({"replace": true}))),
+        hold(vec![add(
+            "p2",
+            json!({}),
+            keep("p", json!({"replace": true})),
+        )]),
+        snap("replace-requeued"),
+        json!({"op": "drain", "delayed": true}),
+        snap("drained"),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Our side
+
+/// Lets the processor hold the first attempt of a `hold` job until the scenario releases it.
+struct Gate {
+    started: Notify,
+    release: Semaphore,
+}
+
+impl Gate {
+    fn new() -> Self {
+        Self {
+            started: Notify::new(),
+            release: Semaphore::new(0),
+        }
+    }
+}
+
+fn truthy(value: Option<&Json>) -> bool {
+    !matches!(value, None | Some(Json::Null) | Some(Json::Bool(false)))
+}
+
+/// The processor of node/dedup_steps.js.
+async fn process(gate: Arc<Gate>, job: Job) -> Result<Json> {
+    let data = job.data_value().clone();
+    if truthy(data.get("hold")) && job.attempts_made() == 0 {
+        gate.started.notify_one();
+        gate.release.acquire().await?.forget();
+    }
+    if truthy(data.get("fail")) {
+        bail!("failed on purpose");
+    }
+    if let Some(n) = data.get("failAttempts").and_then(Json::as_u64) {
+        if u64::from(job.attempts_made()) < n {
+            bail!("failing attempt {} on purpose", job.attempts_made() + 1);
+        }
+    }
+    Ok(json!({"ok": true}))
+}
+
+struct Ours {
+    name: String,
+    queue: Queue,
+    raw: Client,
+    gate: Arc<Gate>,
+    labels: BTreeMap<String, String>,
+    results: Vec<Json>,
+}
+
+impl Ours {
+    async fn start_worker(&self) -> Result<(WorkerHandle, Arc<AtomicUsize>)> {
+        let ended = Arc::new(AtomicUsize::new(0));
+        let (on_done, on_failed) = (ended.clone(), ended.clone());
+        let callbacks = WorkerCallbacks::new()
+            .on_completed(move |_, _| {
+                on_done.fetch_add(1, Ordering::SeqCst);
+            })
+            .on_failed(move |_| {
+                on_failed.fetch_add(1, Ordering::SeqCst);
+            });
+        let gate = self.gate.clone();
+        let processor = move |job: Job, _: JobContext| process(gate.clone(), job);
+        let args = WorkerArgs::connect(
+            &worker_common::config(),
+            &self.name,
+            processor,
+            WorkerOptions::new().concurrency(1),
+        )
+        .await?
+        .callbacks(callbacks);
+        Ok((Worker::spawn(args).await?, ended))
+    }
+
+    async fn ended_at_least(ended: &AtomicUsize, n: usize) -> Result<()> {
+        eventually(&format!("{n} attempts ended"), PATIENCE, || async {
+            ended.load(Ordering::SeqCst) >= n
+        })
+        .await
+    }
+
+    fn run<'a>(&'a mut self, steps: &'a [Json]) -> Pin<Box<dyn Future<Output = Result<()>> + 'a>> {
+        Box::pin(async move {
+            for step in steps {
+                self.step(step)
+                    .await
+                    .with_context(|| format!("step {step}"))?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn step(&mut self, step: &Json) -> Result<()> {
+        let label = |field: &str| step[field].as_str().unwrap_or_default().to_string();
+        match step["op"].as_str().unwrap_or_default() {
+            "add" => {
+                let opts: JobOptions = serde_json::from_value(step["opts"].clone())?;
+                let job = self
+                    .queue
+                    .add_job(label("name"), step["data"].clone(), opts)
+                    .await?;
+                self.labels.insert(label("label"), job.id().to_string());
+                self.results
+                    .push(json!({"add": label("label"), "id": job.id()}));
+            }
+            "work" => {
+                let (worker, ended) = self.start_worker().await?;
+                let attempts = step["attempts"].as_u64().unwrap_or(1) as usize;
+                Self::ended_at_least(&ended, attempts).await?;
+                worker.close().await?;
+            }
+            "hold" => {
+                let (worker, ended) = self.start_worker().await?;
+                tokio::time::timeout(PATIENCE, self.gate.started.notified())
+                    .await
+                    .context("the held job did not start")?;
+                let nested = step["steps"].as_array().cloned().unwrap_or_default();
+                self.run(&nested).await?;
+                // Paused first: the finishing job then fetches nothing, as Node's closing worker.
+                worker.pause()?;
+                self.gate.release.add_permits(1);
+                Self::ended_at_least(&ended, 1).await?;
+                worker.close().await?;
+            }
+            "snap" => {
+                let state = snapshot(&self.raw, &self.name).await?;
+                self.results
+                    .push(json!({"snap": label("label"), "state": state}));
+            }
+            "remove" => {
+                let id = self
+                    .labels
+                    .get(&label("ref"))
+                    .ok_or_else(|| anyhow!("no add labelled {}", label("ref")))?;
+                self.queue.remove(id).await?;
+            }
+            "clean" => {
+                self.queue
+                    .clean(Duration::ZERO, 0, label("type").parse()?)
+                    .await?;
+            }
+            "drain" => {
+                self.queue
+                    .drain(step["delayed"].as_bool().unwrap_or(false))
+                    .await?;
+            }
+            "obliterate" => {
+                self.queue.pause().await?;
+                self.queue.obliterate(true).await?;
+            }
+            other => bail!("unknown step {other}"),
+        }
+        Ok(())
+    }
+}
+
+/// The state node/dedup_steps.js reports, read from our queue.
+async fn snapshot(raw: &Client, queue: &str) -> Result<Json> {
+    let base = format!("{PREFIX}:{queue}:");
+    let (mut de, mut dn) = (serde_json::Map::new(), serde_json::Map::new());
+    for key in queue_keys(queue).await? {
+        if let Some(id) = key.strip_prefix(&format!("{base}de:")) {
+            let value: Option<String> = raw.get(&key).await?;
+            let pttl: i64 = raw.pttl(&key).await?;
+            de.insert(id.to_string(), json!({"value": value, "ttl": pttl > 0}));
+        } else if let Some(id) = key.strip_prefix(&format!("{base}dn:")) {
+            let fields: BTreeMap<String, String> = raw.hgetall(&key).await?;
+            let fields: serde_json::Map<String, Json> = fields
+                .into_iter()
+                .map(|(field, value)| {
+                    let value = match field.as_str() {
+                        "data" | "opts" => parsed(&value),
+                        _ => Json::String(value),
+                    };
+                    (field, value)
+                })
+                .collect();
+            dn.insert(id.to_string(), Json::Object(fields));
+        }
+    }
+    let mut lists = serde_json::Map::new();
+    let mut ids = std::collections::BTreeSet::new();
+    for list in ["wait", "active"] {
+        let members: Vec<String> = raw.lrange(format!("{base}{list}"), 0, -1).await?;
+        ids.extend(members.iter().cloned());
+        lists.insert(list.to_string(), json!(members));
+    }
+    for zset in ["delayed", "prioritized", "completed", "failed"] {
+        let mut members: Vec<String> = raw
+            .zrange(format!("{base}{zset}"), 0, -1, None, false, None, false)
+            .await?;
+        members.sort();
+        ids.extend(members.iter().cloned());
+        lists.insert(zset.to_string(), json!(members));
+    }
+    let counter: Option<String> = raw.get(format!("{base}id")).await?;
+    let mut jobs = serde_json::Map::new();
+    for id in ids {
+        let values: Vec<Option<String>> = raw
+            .hmget(format!("{base}{id}"), JOB_FIELDS.to_vec())
+            .await?;
+        let job: serde_json::Map<String, Json> = JOB_FIELDS
+            .iter()
+            .zip(values)
+            .filter_map(|(field, value)| {
+                let value = value?;
+                let value = match *field {
+                    "data" | "opts" | "returnvalue" => parsed(&value),
+                    _ => Json::String(value),
+                };
+                Some((field.to_string(), value))
+            })
+            .collect();
+        jobs.insert(id, Json::Object(job));
+    }
+    let events: Vec<Json> = read_events(queue)
+        .await?
+        .into_iter()
+        .filter(|e| matches!(e.event.as_str(), "added" | "deduplicated" | "removed"))
+        .map(|e| {
+            let mut fields = serde_json::Map::new();
+            fields.insert("event".into(), json!(e.event));
+            for (k, v) in e.fields {
+                fields.insert(k, json!(v));
+            }
+            Json::Object(fields)
+        })
+        .collect();
+    Ok(json!({"de": de, "dn": dn, "lists": lists, "id": counter, "jobs": jobs, "events": events}))
+}
+
+fn parsed(text: &str) -> Json {
+    serde_json::from_str(text).unwrap_or_else(|_| Json::String(text.to_string()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparison
+
+/// Runs `steps` through Node and through us on fresh queues; returns (node, ours) reports.
+async fn both(tag: &str, steps: &[Json]) -> Result<(Vec<Json>, Vec<Json>)> {
+    let node_queue = unique_queue(&format!("dd-node-{tag}"));
+    let node = run_node(
+        "dedup_steps.js",
+        &json!({"queue": node_queue, "steps": steps}),
+    )
+    .await?;
+    let node = node["results"].as_array().cloned().unwrap_or_default();
+
+    let name = unique_queue(&format!("dd-rust-{tag}"));
+    let mut ours = Ours {
+        queue: open_queue(&name).await?,
+        raw: raw_client().await?,
+        name: name.clone(),
+        gate: Arc::new(Gate::new()),
+        labels: BTreeMap::new(),
+        results: Vec::new(),
+    };
+    ours.run(steps).await?;
+    ours.queue.close().await?;
+    ours.raw.quit().await?;
+    cleanup(&node_queue).await?;
+    cleanup(&name).await?;
+    Ok((node, ours.results))
+}
+
+/// Asserts both sides reported the same, report by report (the first difference named).
+fn assert_same(tag: &str, node: &[Json], ours: &[Json]) {
+    assert_eq!(
+        ours.len(),
+        node.len(),
+        "{tag}: {} reports from us, {} from Node",
+        ours.len(),
+        node.len()
+    );
+    for (theirs, mine) in node.iter().zip(ours) {
+        if let Some(label) = theirs.get("add") {
+            assert_eq!(mine.get("add"), Some(label), "{tag}: reports out of step");
+            assert_eq!(
+                mine["id"], theirs["id"],
+                "{tag}: add {label} returned another id"
+            );
+        } else {
+            let label = &theirs["snap"];
+            assert_eq!(&mine["snap"], label, "{tag}: reports out of step");
+            for field in ["de", "dn", "lists", "id", "jobs", "events"] {
+                assert_eq!(
+                    mine["state"][field], theirs["state"][field],
+                    "{tag}, snapshot {label}: `{field}` differs from Node's"
+                );
+            }
+        }
+    }
+}
+
+/// The report labelled `label` (an add's `id` or a snapshot's `state`).
+fn report<'a>(reports: &'a [Json], label: &str) -> &'a Json {
+    reports
+        .iter()
+        .find(|r| r["snap"] == label || r["add"] == label)
+        .unwrap_or_else(|| panic!("no report {label}"))
+}
+
+fn created(reports: &[Json], label: &str, owner: &str) -> bool {
+    report(reports, label)["id"] != report(reports, owner)["id"]
+}
+
+async fn lifecycle(tag: &str, mode: Json, released_on_finish: bool) -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let (node, ours) = both(tag, &lifecycle_steps(&mode)).await?;
+    // What Node does, so the scenario shows what it is meant to show.
+    let completed = &report(&node, "completed")["state"];
+    assert_eq!(
+        completed["de"].get("c").is_none(),
+        released_on_finish,
+        "{tag}: {completed}"
+    );
+    assert!(
+        !created(&node, "c2", "c1"),
+        "a waiting owner absorbs its duplicate"
+    );
+    assert_eq!(created(&node, "c3", "c1"), released_on_finish, "{tag}");
+    assert_eq!(created(&node, "f2", "f1"), released_on_finish, "{tag}");
+    assert_eq!(
+        report(&node, "retrying")["state"]["de"]["r"]["value"],
+        report(&node, "r1")["id"],
+        "{tag}: a retry keeps the window"
+    );
+    assert!(created(&node, "m2", "m1"), "{tag}: removal releases");
+    assert!(created(&node, "l2", "l1"), "{tag}: clean releases");
+    assert!(created(&node, "d2", "d1"), "{tag}: drain releases");
+    assert!(
+        report(&node, "obliterated")["state"]["de"]
+            .get("o")
+            .is_none(),
+        "{tag}: obliterate releases"
+    );
+    assert_same(tag, &node, &ours);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_mode_window_follows_node_through_every_lifecycle() -> Result<()> {
+    lifecycle("simple", json!({}), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl_window_follows_node_through_every_lifecycle() -> Result<()> {
+    lifecycle("ttl", json!({"ttl": 60_000}), false).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_window_follows_node_through_every_lifecycle() -> Result<()> {
+    lifecycle("extend", json!({"ttl": 60_000, "extend": true}), false).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_window_follows_node_through_every_lifecycle() -> Result<()> {
+    lifecycle("replace", json!({"replace": true}), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reschedule_window_follows_node_through_every_lifecycle() -> Result<()> {
+    lifecycle("reschedule", json!({"reschedule": true}), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_last_if_active_follows_node() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let (node, ours) = both("keep-last", &keep_last_steps()).await?;
+    let kept = &report(&node, "kept")["state"];
+    assert_eq!(
+        kept["dn"]["k"]["data"],
+        json!({"v": 2}),
+        "the latest wins: {kept}"
+    );
+    assert_eq!(report(&node, "k3")["id"], report(&node, "k1")["id"]);
+    let requeued = &report(&node, "requeued")["state"];
+    assert_eq!(requeued["de"]["k"]["value"], kept["dn"]["k"]["jid"]);
+    assert!(requeued["dn"].as_object().is_some_and(|dn| dn.is_empty()));
+    assert!(
+        report(&node, "kept-across-retry")["state"]["dn"]
+            .get("r")
+            .is_some()
+            && report(&node, "removed-with-kept")["state"]["dn"]
+                .get("r")
+                .is_none()
+    );
+    assert_same("keep-last", &node, &ours);
+    Ok(())
+}
