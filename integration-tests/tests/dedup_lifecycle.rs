@@ -275,7 +275,18 @@ struct Ours {
 }
 
 impl Ours {
-    async fn start_worker(&self) -> Result<(WorkerHandle, Arc<AtomicUsize>)> {
+    async fn open(name: &str) -> Result<Self> {
+        Ok(Self {
+            queue: open_queue(name).await?,
+            raw: raw_client().await?,
+            name: name.to_string(),
+            gate: Arc::new(Gate::new()),
+            labels: BTreeMap::new(),
+            results: Vec::new(),
+        })
+    }
+
+    async fn start_worker(&self, concurrency: usize) -> Result<(WorkerHandle, Arc<AtomicUsize>)> {
         let ended = Arc::new(AtomicUsize::new(0));
         let (on_done, on_failed) = (ended.clone(), ended.clone());
         let callbacks = WorkerCallbacks::new()
@@ -291,7 +302,7 @@ impl Ours {
             &worker_common::config(),
             &self.name,
             processor,
-            WorkerOptions::new().concurrency(1),
+            WorkerOptions::new().concurrency(concurrency),
         )
         .await?
         .callbacks(callbacks);
@@ -330,13 +341,13 @@ impl Ours {
                     .push(json!({"add": label("label"), "id": job.id()}));
             }
             "work" => {
-                let (worker, ended) = self.start_worker().await?;
+                let (worker, ended) = self.start_worker(1).await?;
                 let attempts = step["attempts"].as_u64().unwrap_or(1) as usize;
                 Self::ended_at_least(&ended, attempts).await?;
                 worker.close().await?;
             }
             "hold" => {
-                let (worker, ended) = self.start_worker().await?;
+                let (worker, ended) = self.start_worker(1).await?;
                 tokio::time::timeout(PATIENCE, self.gate.started.notified())
                     .await
                     .context("the held job did not start")?;
@@ -473,14 +484,7 @@ async fn both(tag: &str, steps: &[Json]) -> Result<(Vec<Json>, Vec<Json>)> {
     let node = node["results"].as_array().cloned().unwrap_or_default();
 
     let name = unique_queue(&format!("dd-rust-{tag}"));
-    let mut ours = Ours {
-        queue: open_queue(&name).await?,
-        raw: raw_client().await?,
-        name: name.clone(),
-        gate: Arc::new(Gate::new()),
-        labels: BTreeMap::new(),
-        results: Vec::new(),
-    };
+    let mut ours = Ours::open(&name).await?;
     ours.run(steps).await?;
     ours.queue.close().await?;
     ours.raw.quit().await?;
@@ -617,4 +621,84 @@ async fn keep_last_if_active_follows_node() -> Result<()> {
     );
     assert_same("keep-last", &node, &ours);
     Ok(())
+}
+
+/// Node's finish script raises on a kept duplicate whose options are not JSON (after it has
+/// written); ours must not, since it finishes a whole batch in one call: the payload becomes a
+/// job holding the options verbatim, which the worker then fails as corrupted, a payload key of
+/// another type is left alone, a window key of another type is not taken for this job's, and
+/// every job of the batch is finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_duplicates_that_cannot_be_queued_never_stop_the_batch() -> Result<()> {
+    let name = unique_queue("dd-corrupt");
+    let ours = Ours::open(&name).await?;
+    let base = format!("{PREFIX}:{name}:");
+    let mut owners = BTreeMap::new();
+    for id in ["a", "b", "d"] {
+        let opts: JobOptions = serde_json::from_value(dedup(&json!({}), id))?;
+        owners.insert(
+            id,
+            ours.queue
+                .add_job("job", json!({}), opts)
+                .await?
+                .id()
+                .to_string(),
+        );
+    }
+    let plain = ours
+        .queue
+        .add_job("job", json!({}), JobOptions::new())
+        .await?;
+    let raw = &ours.raw;
+    let _: i64 = raw
+        .hset(
+            format!("{base}dn:a"),
+            vec![
+                ("name", "job"),
+                ("data", "{}"),
+                ("opts", "not json"),
+                ("jid", "corrupt-a"),
+            ],
+        )
+        .await?;
+    let _: () = raw
+        .set(format!("{base}dn:b"), "garbage", None, None, false)
+        .await?;
+    let _: i64 = raw.del(format!("{base}de:d")).await?;
+    let _: i64 = raw
+        .hset(format!("{base}de:d"), ("owner", "someone"))
+        .await?;
+
+    let (worker, ended) = ours.start_worker(10).await?;
+    Ours::ended_at_least(&ended, 5).await?;
+    worker.close().await?;
+
+    let left: Option<String> = raw.get(format!("{base}dn:b")).await?;
+    assert_eq!(left.as_deref(), Some("garbage"));
+    let window: BTreeMap<String, String> = raw.hgetall(format!("{base}de:d")).await?;
+    assert_eq!(window.get("owner").map(String::as_str), Some("someone"));
+    // Out of the snapshot's way, which reads these keys as their usual types.
+    let _: i64 = raw
+        .del(vec![format!("{base}dn:b"), format!("{base}de:d")])
+        .await?;
+    let state = snapshot(raw, &name).await?;
+    let mut finished: Vec<String> = owners.values().cloned().collect();
+    finished.push(plain.id().to_string());
+    finished.sort();
+    assert_eq!(state["lists"]["completed"], json!(finished), "{state}");
+    assert_eq!(state["lists"]["failed"], json!(["corrupt-a"]), "{state}");
+    let corrupt = &state["jobs"]["corrupt-a"];
+    assert_eq!(corrupt["opts"], json!("not json"), "{state}");
+    assert_eq!(corrupt["deid"], json!("a"), "{state}");
+    assert!(
+        corrupt["failedReason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("opts")),
+        "{state}"
+    );
+    assert_eq!(state["de"], json!({}), "{state}");
+    assert_eq!(state["dn"], json!({}), "{state}");
+    ours.queue.close().await?;
+    ours.raw.quit().await?;
+    cleanup(&name).await
 }

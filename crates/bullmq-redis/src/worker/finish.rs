@@ -411,3 +411,37 @@ pub async fn finish_batch(
         fetched: parse_fetched(client, keys, script, fetched, fetch).await?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_of(facts: JobFacts) -> String {
+        let finish = Finish {
+            job_id: "1".into(),
+            token: "t".into(),
+            action: FinishAction::Complete {
+                returnvalue: "null".into(),
+                keep: Retention::KEEP_ALL,
+            },
+            facts,
+        };
+        let mut args = Vec::new();
+        push_item(&mut args, &finish);
+        args[2].as_string().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_job_known_to_have_no_deduplication_id_spares_the_deid_read() {
+        let known = JobFacts::new(0, false).with_deduplication(false);
+        assert_eq!(spec_of(known), "completed|nev|1||||");
+    }
+
+    #[test]
+    fn a_job_with_a_deduplication_id_or_unknown_facts_has_it_read() {
+        let with_id = JobFacts::new(0, false).with_deduplication(true);
+        assert_eq!(spec_of(with_id), "completed|nv|1||||");
+        assert_eq!(spec_of(JobFacts::new(0, false)), "completed|nv|1||||");
+        assert_eq!(spec_of(JobFacts::default()), "completed|v|||||");
+    }
+}
