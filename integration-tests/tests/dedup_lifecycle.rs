@@ -85,7 +85,7 @@ fn probe(label: &str, mode: &Json, id: &str) -> Json {
     )
 }
 
-/// Completion, failure, retry, removal (waiting and finished jobs), clean (wait, completed,
+/// Completion (job kept, job deleted by removeOnComplete), failure, retry, removal (waiting and finished jobs), clean (wait, completed,
 /// failed), drain (waiting, then delayed) and obliterate, for one deduplication mode.
 fn lifecycle_steps(mode: &Json) -> Vec<Json> {
     let retry = json!({"attempts": 2, "backoff": {"type": "fixed", "delay": 2000}});
@@ -95,6 +95,14 @@ fn lifecycle_steps(mode: &Json) -> Vec<Json> {
         work(1),
         snap("completed"),
         probe("c3", mode, "c"),
+        add(
+            "e1",
+            json!({}),
+            with(dedup(mode, "e"), json!({"removeOnComplete": true})),
+        ),
+        work(1),
+        snap("completed-and-removed"),
+        probe("e2", mode, "e"),
         add("f1", json!({"fail": true}), dedup(mode, "f")),
         work(1),
         snap("failed"),
@@ -551,6 +559,7 @@ async fn lifecycle(tag: &str, mode: Json, released_on_finish: bool) -> Result<()
         "a waiting owner absorbs its duplicate"
     );
     assert_eq!(created(&node, "c3", "c1"), released_on_finish, "{tag}");
+    assert_eq!(created(&node, "e2", "e1"), released_on_finish, "{tag}");
     assert_eq!(created(&node, "f2", "f1"), released_on_finish, "{tag}");
     assert_eq!(
         report(&node, "retrying")["state"]["de"]["r"]["value"],
