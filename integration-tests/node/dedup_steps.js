@@ -17,6 +17,8 @@
 //   {op: "clean", type}                    queue.clean(0, 0, type)
 //   {op: "drain", delayed}                 queue.drain(delayed)
 //   {op: "obliterate"}                     queue.pause() then queue.obliterate({force: true})
+//   {op: "waitFor", key}                   waits (up to 60 s) until the queue's key `key` exists,
+//                                          e.g. written by another client
 // The processor: data.hold waits for the release (first attempt only), data.fail throws,
 // data.failAttempts throws while attemptsMade < n; it returns {ok: true}.
 // state: {de: {id: {value, ttl: has an expiry}}, dn: {id: fields (data, opts parsed)},
@@ -187,6 +189,14 @@ run(async args => {
           await queue.pause();
           await queue.obliterate({ force: true });
           break;
+        case 'waitFor': {
+          const deadline = Date.now() + 60000;
+          while (!(await redis.exists(`${base}${step.key}`))) {
+            if (Date.now() > deadline) throw new Error(`${step.key} never appeared`);
+            await new Promise(resolve => setTimeout(resolve, 20));
+          }
+          break;
+        }
         default:
           throw new Error(`unknown step ${JSON.stringify(step)}`);
       }

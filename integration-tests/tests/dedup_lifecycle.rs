@@ -711,3 +711,108 @@ async fn kept_duplicates_that_cannot_be_queued_never_stop_the_batch() -> Result<
     ours.raw.quit().await?;
     cleanup(&name).await
 }
+
+/// A Node producer's duplicate of a job our Worker is running is kept by Node in `dn:` and
+/// queued by our Worker when the job completes, with Node's data, options and id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_worker_queues_the_duplicate_a_node_producer_kept() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let name = unique_queue("dd-node-producer");
+    let mut ours = Ours::open(&name).await?;
+    let keep = json!({"deduplication": {"id": "k", "keepLastIfActive": true}});
+    ours.run(&[add("k1", json!({"hold": true}), keep.clone())])
+        .await?;
+    let (worker, ended) = ours.start_worker(1).await?;
+    tokio::time::timeout(PATIENCE, ours.gate.started.notified())
+        .await
+        .context("the held job did not start")?;
+    let node = run_node(
+        "dedup_steps.js",
+        &json!({"queue": name, "steps": [
+            add("k2", json!({"from": "node"}), with(keep.clone(), json!({"lifo": true}))),
+            snap("kept"),
+        ]}),
+    )
+    .await?;
+    let reports = node["results"].as_array().cloned().unwrap_or_default();
+    let next_id = report(&reports, "kept")["state"]["dn"]["k"]["jid"].clone();
+    assert_eq!(report(&reports, "k2")["id"], json!(ours.labels["k1"]));
+    worker.pause()?;
+    ours.gate.release.add_permits(1);
+    Ours::ended_at_least(&ended, 1).await?;
+    worker.close().await?;
+
+    let state = snapshot(&ours.raw, &name).await?;
+    let id = next_id.as_str().context("no kept job id")?;
+    assert_eq!(state["lists"]["wait"], json!([id]), "{state}");
+    assert_eq!(
+        state["de"]["k"],
+        json!({"value": id, "ttl": false}),
+        "{state}"
+    );
+    assert_eq!(state["dn"], json!({}), "{state}");
+    let job = &state["jobs"][id];
+    assert_eq!(job["data"], json!({"from": "node"}), "{state}");
+    assert_eq!(job["opts"]["lifo"], json!(true), "{state}");
+    assert_eq!(job["deid"], json!("k"), "{state}");
+    // Node reads the job we queued as its own.
+    let read = run_node("read_jobs.js", &json!({"queue": name, "ids": [id]})).await?;
+    assert_eq!(read["jobs"][0]["data"], json!({"from": "node"}), "{read}");
+    assert_eq!(read["jobs"][0]["state"], json!("waiting"), "{read}");
+    ours.queue.close().await?;
+    ours.raw.quit().await?;
+    cleanup(&name).await
+}
+
+/// Our duplicate of a job a Node Worker is running is kept in `dn:` in the layout Node reads:
+/// Node's Worker queues it with our data, options and id when the job completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_worker_queues_the_duplicate_we_kept() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let name = unique_queue("dd-rust-producer");
+    let ours = Ours::open(&name).await?;
+    let keep = json!({"deduplication": {"id": "k", "keepLastIfActive": true}});
+    let steps = json!([
+        add("k1", json!({"hold": true}), keep.clone()),
+        hold(vec![json!({"op": "waitFor", "key": "dn:k"})]),
+        snap("requeued"),
+    ]);
+    let args = json!({"queue": name, "steps": steps});
+    let node = tokio::spawn(async move { run_node("dedup_steps.js", &args).await });
+    let active = format!("{PREFIX}:{name}:active");
+    eventually("Node runs the held job", PATIENCE, || async {
+        let ids: Vec<String> = ours.raw.lrange(&active, 0, -1).await.unwrap_or_default();
+        !ids.is_empty()
+    })
+    .await?;
+    let opts: JobOptions = serde_json::from_value(with(keep, json!({"priority": 3})))?;
+    let duplicate = ours
+        .queue
+        .add_job("job", json!({"from": "rust"}), opts)
+        .await?;
+    let node = node.await??;
+    let reports = node["results"].as_array().cloned().unwrap_or_default();
+    assert_eq!(duplicate.id(), report(&reports, "k1")["id"]);
+
+    let state = &report(&reports, "requeued")["state"];
+    let id = state["de"]["k"]["value"].as_str().context("no window")?;
+    assert_ne!(id, duplicate.id(), "{state}");
+    assert_eq!(state["lists"]["prioritized"], json!([id]), "{state}");
+    assert_eq!(state["dn"], json!({}), "{state}");
+    assert_eq!(
+        state["jobs"][id]["data"],
+        json!({"from": "rust"}),
+        "{state}"
+    );
+    assert_eq!(state["jobs"][id]["priority"], json!("3"), "{state}");
+    // And we read the job Node queued.
+    let job = ours.queue.get_job(id).await?.context("queued job")?;
+    assert_eq!(job.deduplication_id(), Some("k"));
+    ours.queue.close().await?;
+    ours.raw.quit().await?;
+    cleanup(&name).await
+}
