@@ -559,8 +559,9 @@ impl<'de> Deserialize<'de> for Backoff {
 
 /// Deduplication options (stored as `de`).
 ///
-/// While a job with the same `id` exists (or, with `ttl`, for that many milliseconds), adding
-/// another is ignored and emits `deduplicated`.
+/// Until the job owning `id` completes, fails for good or is removed (with `ttl`: for that many
+/// milliseconds instead), adding another job with the same `id` adds nothing and emits
+/// `deduplicated`; the add returns the owner's id. Retries keep the window open.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
