@@ -634,7 +634,8 @@ async fn keep_last_if_active_follows_node() -> Result<()> {
 
 /// Node's finish script raises on a kept duplicate whose options are not JSON (after it has
 /// written); ours must not, since it finishes a whole batch in one call: the payload becomes a
-/// job holding the options verbatim, which the worker then fails as corrupted, a payload key of
+/// job holding the options verbatim (numbers out of range count as absent), which the worker
+/// then fails as corrupted, a payload key of
 /// another type is left alone, a window key of another type is not taken for this job's, and
 /// every job of the batch is finished.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -643,7 +644,7 @@ async fn kept_duplicates_that_cannot_be_queued_never_stop_the_batch() -> Result<
     let ours = Ours::open(&name).await?;
     let base = format!("{PREFIX}:{name}:");
     let mut owners = BTreeMap::new();
-    for id in ["a", "b", "d"] {
+    for id in ["a", "b", "c", "d"] {
         let opts: JobOptions = serde_json::from_value(dedup(&json!({}), id))?;
         owners.insert(
             id,
@@ -673,13 +674,26 @@ async fn kept_duplicates_that_cannot_be_queued_never_stop_the_batch() -> Result<
     let _: () = raw
         .set(format!("{base}dn:b"), "garbage", None, None, false)
         .await?;
+    // Numbers no Redis command takes (cjson decodes 1e400 as infinity).
+    let huge = r#"{"de":{"id":"c","ttl":1e400},"delay":1e400,"priority":1e400}"#;
+    let _: i64 = raw
+        .hset(
+            format!("{base}dn:c"),
+            vec![
+                ("name", "job"),
+                ("data", "{}"),
+                ("opts", huge),
+                ("jid", "huge-c"),
+            ],
+        )
+        .await?;
     let _: i64 = raw.del(format!("{base}de:d")).await?;
     let _: i64 = raw
         .hset(format!("{base}de:d"), ("owner", "someone"))
         .await?;
 
     let (worker, ended) = ours.start_worker(10).await?;
-    Ours::ended_at_least(&ended, 5).await?;
+    Ours::ended_at_least(&ended, 7).await?;
     worker.close().await?;
 
     let left: Option<String> = raw.get(format!("{base}dn:b")).await?;
@@ -695,7 +709,12 @@ async fn kept_duplicates_that_cannot_be_queued_never_stop_the_batch() -> Result<
     finished.push(plain.id().to_string());
     finished.sort();
     assert_eq!(state["lists"]["completed"], json!(finished), "{state}");
-    assert_eq!(state["lists"]["failed"], json!(["corrupt-a"]), "{state}");
+    assert_eq!(
+        state["lists"]["failed"],
+        json!(["corrupt-a", "huge-c"]),
+        "{state}"
+    );
+    assert_eq!(state["jobs"]["huge-c"]["delay"], json!("0"), "{state}");
     let corrupt = &state["jobs"]["corrupt-a"];
     assert_eq!(corrupt["opts"], json!("not json"), "{state}");
     assert_eq!(corrupt["deid"], json!("a"), "{state}");

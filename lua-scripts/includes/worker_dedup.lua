@@ -18,7 +18,8 @@
       `added` then `delayed` or `waiting`; then `dn:` is deleted.
 
   Never raises: this runs after the batch has written. Payload fields are checked first;
-  options that are not a JSON object queue the job with default options and keep the text
+  options that are not a JSON object (or numbers Redis cannot take: not finite, beyond 2^53)
+  count as absent, so the job is queued with default options and the text is kept
   verbatim (the fetch that takes the job reports it as corrupted, as for any job); a payload
   that cannot be stored (its key holds another type, no usable id) is left in `dn:` untouched.
 ]]
@@ -27,6 +28,15 @@
 local function wPresent(value)
   if value == nil or value == cjson.null then return nil end
   return value
+end
+
+-- A payload option as a number Redis accepts: finite and within +-2^53, else nil (as absent).
+local function wNumber(value)
+  local number = tonumber(wPresent(value))
+  if number and number == number and math.abs(number) <= 9007199254740992 then
+    return number
+  end
+  return nil
 end
 
 local function wReleaseDeduplication(jobId, deduplicationKey)
@@ -62,11 +72,11 @@ local function wRequeueDeduplicated(deduplicationId, deduplicationKey, now, nowT
   local opts = wPayloadOptions(optsText)
   local de = wPresent(opts["de"])
   if type(de) ~= "table" then de = {} end
-  local ttl = tonumber(wPresent(de["ttl"]))
+  local ttl = wNumber(de["ttl"])
   if ttl then ttl = math.floor(ttl) end
   if wPresent(de["keepLastIfActive"]) == true then ttl = nil end
-  local delay = tonumber(wPresent(opts["delay"])) or 0
-  local priority = tonumber(wPresent(opts["priority"])) or 0
+  local delay = wNumber(opts["delay"]) or 0
+  local priority = wNumber(opts["priority"]) or 0
 
   -- The counter moves on every requeue, as other clients' ids depend on it.
   local counter = redis.pcall("INCR", queueBase .. "id")
