@@ -147,8 +147,8 @@ fn lifecycle_steps(mode: &Json) -> Vec<Json> {
 
 /// keepLastIfActive: duplicates of an active owner kept and queued when it completes or fails,
 /// the latest one winning and its own options (priority, custom id) applied; a duplicate of a
-/// waiting owner dropped; the kept payload surviving a retry and discarded with the removed
-/// owner; with ttl, extend and replace.
+/// waiting owner dropped; the kept payload surviving a retry and discarded with the owner
+/// removed, cleaned or obliterated; with ttl, extend and replace.
 fn keep_last_steps() -> Vec<Json> {
     let keep = |id: &str, extra: Json| {
         let mut de = with(json!({"id": id, "keepLastIfActive": true}), extra);
@@ -156,6 +156,9 @@ fn keep_last_steps() -> Vec<Json> {
         json!({ "deduplication": de })
     };
     let held = json!({"hold": true});
+    // Held, then failed into a retry far enough away that the kept payload stays pending.
+    let held_retried = json!({"hold": true, "failAttempts": 1});
+    let retry_later = json!({"attempts": 2, "backoff": {"type": "fixed", "delay": 600_000}});
     vec![
         add("k1", held.clone(), keep("k", json!({}))),
         hold(vec![
@@ -230,6 +233,20 @@ fn keep_last_steps() -> Vec<Json> {
         snap("replace-requeued"),
         json!({"op": "drain", "delayed": true}),
         snap("drained"),
+        add(
+            "l1",
+            held_retried.clone(),
+            with(keep("l", json!({})), retry_later.clone()),
+        ),
+        hold(vec![add("l2", json!({}), keep("l", json!({})))]),
+        snap("kept-before-clean"),
+        json!({"op": "clean", "type": "delayed"}),
+        snap("cleaned-with-kept"),
+        add("o1", held_retried, with(keep("o", json!({})), retry_later)),
+        hold(vec![add("o2", json!({}), keep("o", json!({})))]),
+        snap("kept-before-obliterate"),
+        json!({"op": "obliterate"}),
+        snap("obliterated-with-kept"),
     ]
 }
 
@@ -628,6 +645,20 @@ async fn keep_last_if_active_follows_node() -> Result<()> {
                 .get("r")
                 .is_none()
     );
+    for (kept, gone, id) in [
+        ("kept-before-clean", "cleaned-with-kept", "l"),
+        ("kept-before-obliterate", "obliterated-with-kept", "o"),
+    ] {
+        assert!(
+            report(&node, kept)["state"]["dn"].get(id).is_some(),
+            "{kept}"
+        );
+        let state = &report(&node, gone)["state"];
+        assert!(
+            state["dn"].get(id).is_none() && state["de"].get(id).is_none(),
+            "{gone}: {state}"
+        );
+    }
     assert_same("keep-last", &node, &ours);
     Ok(())
 }
