@@ -5,6 +5,8 @@
 //
 // Args: {queue, prefix?, steps: [step]} where a step is one of
 //   {op: "add", label, name, data, opts}   queue.add; reports {add: label, id}
+//   {op: "addBulk", label, jobs: [{name, data, opts}]}
+//                                          queue.addBulk; reports {add: label, ids}
 //   {op: "work", attempts: n}              a Worker (concurrency 1) runs until n attempts have
 //                                          ended (completed or failed, retries included), then
 //                                          closes
@@ -147,6 +149,11 @@ run(async args => {
           const job = await queue.add(step.name, step.data, step.opts);
           labels[step.label] = job.id;
           results.push({ add: step.label, id: job.id });
+          break;
+        }
+        case 'addBulk': {
+          const jobs = await queue.addBulk(step.jobs);
+          results.push({ add: step.label, ids: jobs.map(job => job.id) });
           break;
         }
         case 'work': {

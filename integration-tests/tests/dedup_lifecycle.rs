@@ -224,13 +224,21 @@ fn keep_last_steps() -> Vec<Json> {
         )]),
         snap("extend-requeued"),
         work(1),
-        add("p1", held, keep("p", json!({"replace": true}))),
+        add("p1", held.clone(), keep("p", json!({"replace": true}))),
         hold(vec![add(
             "p2",
             json!({}),
             keep("p", json!({"replace": true})),
         )]),
         snap("replace-requeued"),
+        work(1),
+        add("b1", held.clone(), keep("b", json!({}))),
+        hold(vec![json!({"op": "addBulk", "label": "b2", "jobs": [
+            {"name": "job", "data": {"v": 1}, "opts": keep("b", json!({}))},
+            {"name": "job", "data": {"v": 2}, "opts": keep("b", json!({}))},
+            {"name": "job", "data": {"other": true}, "opts": {}},
+        ]})]),
+        snap("bulk-requeued"),
         json!({"op": "drain", "delayed": true}),
         snap("drained"),
         add(
@@ -364,6 +372,23 @@ impl Ours {
                 self.labels.insert(label("label"), job.id().to_string());
                 self.results
                     .push(json!({"add": label("label"), "id": job.id()}));
+            }
+            "addBulk" => {
+                let mut jobs = Vec::new();
+                for job in step["jobs"].as_array().into_iter().flatten() {
+                    let opts: JobOptions = serde_json::from_value(job["opts"].clone())?;
+                    let name = job["name"].as_str().unwrap_or_default().to_string();
+                    jobs.push((name, job["data"].clone(), opts));
+                }
+                let ids: Vec<String> = self
+                    .queue
+                    .add_bulk(jobs)
+                    .await?
+                    .iter()
+                    .map(|job| job.id().to_string())
+                    .collect();
+                self.results
+                    .push(json!({"add": label("label"), "ids": ids}));
             }
             "work" => {
                 let (worker, ended) = self.start_worker(1).await?;
@@ -534,6 +559,10 @@ fn assert_same(tag: &str, node: &[Json], ours: &[Json]) {
                 mine["id"], theirs["id"],
                 "{tag}: add {label} returned another id"
             );
+            assert_eq!(
+                mine["ids"], theirs["ids"],
+                "{tag}: add {label} returned other ids"
+            );
         } else {
             let label = &theirs["snap"];
             assert_eq!(&mine["snap"], label, "{tag}: reports out of step");
@@ -645,6 +674,9 @@ async fn keep_last_if_active_follows_node() -> Result<()> {
                 .get("r")
                 .is_none()
     );
+    let bulk = &report(&node, "bulk-requeued")["state"];
+    let kept_id = bulk["de"]["b"]["value"].as_str().unwrap_or_default();
+    assert_eq!(bulk["jobs"][kept_id]["data"], json!({"v": 2}), "{bulk}");
     for (kept, gone, id) in [
         ("kept-before-clean", "cleaned-with-kept", "l"),
         ("kept-before-obliterate", "obliterated-with-kept", "o"),
