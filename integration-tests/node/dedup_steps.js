@@ -25,7 +25,8 @@
 // data.failAttempts throws while attemptsMade < n; it returns {ok: true}.
 // state: {de: {id: {value, ttl: has an expiry}}, dn: {id: fields (data, opts parsed)},
 // lists: {wait, active (in order), delayed, prioritized, completed, failed (sorted ids)}, id (the
-// counter), jobs: {id: selected fields}, events: the added / deduplicated / removed events}.
+// counter), jobs: {id: selected fields}, events: the added / deduplicated / removed / waiting /
+// delayed events, `delay` as "<time>"}.
 // Output: {results: [reports, in step order]}
 
 const { Worker } = require('bullmq');
@@ -34,6 +35,8 @@ const { connectionOptions, openQueue, rawClient, run } = require('./lib');
 const JOB_FIELDS = ['name', 'data', 'opts', 'deid', 'delay', 'priority', 'atm', 'returnvalue',
   'failedReason'];
 const JSON_FIELDS = new Set(['data', 'opts', 'returnvalue']);
+// The events of adds and of queueing jobs (times replaced: they differ between runs).
+const EVENTS = new Set(['added', 'deduplicated', 'removed', 'waiting', 'delayed']);
 
 function parsed(field, value) {
   if (JSON_FIELDS.has(field)) {
@@ -82,7 +85,8 @@ async function snapshot(redis, base) {
   for (const [, flat] of entries) {
     const fields = {};
     for (let i = 0; i < flat.length; i += 2) fields[flat[i]] = flat[i + 1];
-    if (['added', 'deduplicated', 'removed'].includes(fields.event)) state.events.push(fields);
+    if (fields.delay !== undefined) fields.delay = '<time>';
+    if (EVENTS.has(fields.event)) state.events.push(fields);
   }
   return state;
 }

@@ -3,7 +3,8 @@
 //! workers, removal, clean, drain, obliterate) run once through Node's Queue and Worker
 //! (`node/dedup_steps.js`) and once through ours, and after each step both leave the same
 //! `de:` / `dn:` keys (value, expiry or not), the same jobs in the same states and counter, and
-//! the same add / deduplicated / removed events; every add returns the same id on both sides.
+//! the same add / deduplicated / removed / waiting / delayed events; every add returns the same
+//! id on both sides.
 //! Skipped (loudly) when `node` is missing.
 
 mod common;
@@ -503,11 +504,21 @@ async fn snapshot(raw: &Client, queue: &str) -> Result<Json> {
     let events: Vec<Json> = read_events(queue)
         .await?
         .into_iter()
-        .filter(|e| matches!(e.event.as_str(), "added" | "deduplicated" | "removed"))
+        .filter(|e| {
+            matches!(
+                e.event.as_str(),
+                "added" | "deduplicated" | "removed" | "waiting" | "delayed"
+            )
+        })
         .map(|e| {
             let mut fields = serde_json::Map::new();
             fields.insert("event".into(), json!(e.event));
             for (k, v) in e.fields {
+                let v = if k == "delay" {
+                    "<time>".to_string()
+                } else {
+                    v
+                };
                 fields.insert(k, json!(v));
             }
             Json::Object(fields)
