@@ -15,7 +15,8 @@
                 `delayed` (`delayed` event)
     "limit"     number = ttl (ms): back to the front of wait, queue rate-limited for ttl ms
   flags holds "v" when value is given, "s" when stacktrace is given, plus "l" / "k" above and
-  "n" when the worker knows the job has no parent (no flow bookkeeping to look up).
+  "n" when the worker knows the job has no parent (no flow bookkeeping to look up), "e" when it
+  knows the job has no `deid` (no deduplication to release, see includes/worker_dedup.lua).
   atm, when not empty, is the job's attempts made after this one (completed, failed, retry,
   delay without "k"), read by the worker at fetch time: it is set rather than incremented.
   When empty it is read from the job hash, checked like every field the script computes with.
@@ -168,6 +169,7 @@ local function finish(at, spec)
   unlockedKeys[#unlockedKeys + 1] = lockKey
   if rcall("LREM", K.active, "-1", jobId) < 1 then return -3 end
   if problem then
+    wFinalizeDeduplication(jobId, jobKey, now, nowText)
     wFailCorrupted(jobId, problem, nowText, "active")
     return problem
   end
@@ -175,6 +177,7 @@ local function finish(at, spec)
 
   if kind == "completed" or kind == "failed" then
     finishedAny = true
+    if not flags.e then wFinalizeDeduplication(jobId, jobKey, now, nowText) end
     local completed = kind == "completed"
     if not completed then saveFailure(jobKey, value, stacktrace) end
     -- Flows: tell the parent before this job's own state changes (as other clients order it).

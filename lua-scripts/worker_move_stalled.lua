@@ -40,6 +40,7 @@ if #marked > 0 then
           dropped[#dropped + 1] = jobId
         elseif stalledCount == false then
           local reason = wNotInteger("stc", attrs[1])
+          wFinalizeDeduplication(jobId, jobKey, tonumber(nowText), nowText)
           wFailCorrupted(jobId, reason, nowText, "active")
           failed[#failed + 1] = jobId
           failed[#failed + 1] = reason

@@ -243,15 +243,6 @@ async fn invalid_options_write_nothing() -> Result<()> {
         .add_job("a", "x".repeat(100), JobOptions::new().size_limit(10))
         .await;
     assert!(matches!(size, Err(QueueError::Validation(_))), "{size:?}");
-    let mut keep_last_if_active = Deduplication::new("k");
-    keep_last_if_active.keep_last_if_active = Some(true);
-    let keep_last = queue
-        .add_job("a", 1, JobOptions::new().deduplication(keep_last_if_active))
-        .await;
-    assert!(
-        matches!(keep_last, Err(QueueError::Unsupported { .. })),
-        "{keep_last:?}"
-    );
     let bulk = queue
         .add_bulk(vec![
             ("ok", 1, JobOptions::new()),

@@ -102,8 +102,11 @@ local function addJob(ctx, customId, name, data, optsJson, opts, timestamp, pare
   local de = optionValue(opts, "de")
   local deduplicationId
   if type(de) == "table" then
+    local incoming = {activeKey = keys.active, name = name, data = data, opts = optsJson,
+      parentKey = parentKey, parentJson = parentJson,
+      parentDependenciesKey = parentDependenciesKey, repeatJobKey = repeatJobKey}
     local owner = deduplicate(de, jobId, ctx.base, keys.delayed, keys.marker, keys.events,
-      maxEvents, timestamp, delay)
+      maxEvents, timestamp, delay, incoming)
     if owner then
       return owner
     end

@@ -2,18 +2,28 @@
   deduplicate.lua: BullMQ's `deduplication` option (opts `de`) at add time.
   Needs emit_event.lua, remove_job_keys.lua, add_to_delayed.lua.
 
-  deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, maxEvents, timestamp, delay)
+  deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, maxEvents, timestamp, delay,
+              incoming)
     -> id of the job that absorbs the new one, or nil when the new job must be stored.
-    `de` is the decoded opts table {id, ttl, extend, replace, reschedule}; the key is
-    `{base}de:{id}` holding the id of the job currently owning the window.
+    `de` is the decoded opts table {id, ttl, extend, replace, reschedule, keepLastIfActive};
+    the key is `{base}de:{id}` holding the id of the job currently owning the window.
+    `incoming` describes the new job for keepLastIfActive: {activeKey, name, data, opts (the
+    options JSON as given), parentKey, parentJson, parentDependenciesKey, repeatJobKey} ("" for
+    absent parts).
     - simple mode (no ttl): the window lasts until that job finishes or is removed.
     - ttl (ms): the window expires; `extend` restarts it on every duplicate.
     - replace: while the owner is still delayed it is deleted (`removed`, prev = delayed) and
       the new job takes its place (`deduplicated` names the new job as jobId).
     - reschedule: a delayed owner is moved to the new job's due time.
+    - keepLastIfActive: the key never expires (ttl ignored); a duplicate arriving while the
+      owner is in `active` is kept in the hash `{base}dn:{id}` (name, data, opts, jid = its id,
+      pk / pd / pdk / rjk for parent key, parent JSON, parent dependencies key, scheduler key),
+      replacing an earlier one, and the key is made persistent; the worker that finishes the
+      owner turns it into a job (includes/worker_dedup.lua).
     Otherwise a duplicate emits `deduplicated` (jobId = owner, deduplicationId,
-    deduplicatedJobId = the dropped id) and is not stored. An owner id whose job hash vanished
-    while its key has no expiry is treated as stale: the new job takes the window.
+    deduplicatedJobId = the dropped id) and is not stored; in replace mode only a kept
+    duplicate emits it. An owner id whose job hash vanished while its key has no expiry is
+    treated as stale: the new job takes the window and a kept duplicate is discarded.
 ]]
 local rcall = redis.call
 
@@ -34,8 +44,33 @@ local function takeStaleDeduplication(key, base, ownerId, jobId, deduplicationId
   return false
 end
 
+-- keepLastIfActive: keeps the duplicate for after an active owner. Returns true when kept.
+local function keepForAfterActive(key, base, ownerId, jobId, deduplicationId, incoming,
+                                  eventsKey, maxEvents)
+  if not ownerId or not rcall("LPOS", incoming.activeKey, ownerId) then
+    return false
+  end
+  local nextKey = base .. "dn:" .. deduplicationId
+  local fields = {"name", incoming.name, "data", incoming.data, "opts", incoming.opts,
+    "jid", jobId}
+  for _, part in ipairs({{"pk", incoming.parentKey}, {"pd", incoming.parentJson},
+      {"pdk", incoming.parentDependenciesKey}, {"rjk", incoming.repeatJobKey}}) do
+    if part[2] ~= "" then
+      fields[#fields + 1] = part[1]
+      fields[#fields + 1] = part[2]
+    end
+  end
+  rcall("DEL", nextKey)
+  rcall("HSET", nextKey, unpack(fields))
+  -- While the owner runs, every later duplicate must find the window to be kept too.
+  rcall("PERSIST", key)
+  emitEvent(eventsKey, maxEvents, "deduplicated", "jobId", ownerId,
+    "deduplicationId", deduplicationId, "deduplicatedJobId", jobId)
+  return true
+end
+
 local function deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, maxEvents,
-                           timestamp, delay)
+                           timestamp, delay, incoming)
   local deduplicationId = de["id"]
   if type(deduplicationId) ~= "string" and type(deduplicationId) ~= "number" then
     return nil
@@ -47,11 +82,21 @@ local function deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, ma
     ttl = math.floor(ttl)
   end
   local extend = de["extend"] == true
+  local keepLast = de["keepLastIfActive"] == true
+  -- The window of keepLastIfActive never expires; the ttl still decides which path runs.
+  local ownerTtl = ttl
+  if keepLast then
+    ownerTtl = nil
+  end
+  local function kept(ownerId)
+    return keepLast and keepForAfterActive(key, base, ownerId, jobId, deduplicationId,
+      incoming, eventsKey, maxEvents)
+  end
 
   if de["replace"] == true then
     local ownerId = rcall("GET", key)
     if not ownerId then
-      setDeduplicationOwner(key, jobId, ttl)
+      setDeduplicationOwner(key, jobId, ownerTtl)
       return nil
     end
     if rcall("ZREM", delayedKey, ownerId) > 0 then
@@ -60,16 +105,17 @@ local function deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, ma
       emitEvent(eventsKey, maxEvents, "deduplicated", "jobId", jobId,
         "deduplicationId", deduplicationId, "deduplicatedJobId", ownerId)
       rcall("DEL", base .. "dn:" .. deduplicationId)
-      if not extend and ttl and ttl > 0 then
+      if not keepLast and not extend and ttl and ttl > 0 then
         rcall("SET", key, jobId, "KEEPTTL")
       else
-        setDeduplicationOwner(key, jobId, ttl)
+        setDeduplicationOwner(key, jobId, ownerTtl)
       end
       return nil
     end
-    if takeStaleDeduplication(key, base, ownerId, jobId, deduplicationId, ttl) then
+    if takeStaleDeduplication(key, base, ownerId, jobId, deduplicationId, ownerTtl) then
       return nil
     end
+    kept(ownerId)
     return ownerId
   end
 
@@ -77,17 +123,20 @@ local function deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, ma
   if ttl and ttl > 0 and extend then
     ownerId = rcall("GET", key)
     if not ownerId then
-      setDeduplicationOwner(key, jobId, ttl)
+      setDeduplicationOwner(key, jobId, ownerTtl)
       return nil
     end
-    if takeStaleDeduplication(key, base, ownerId, jobId, deduplicationId, ttl) then
+    if takeStaleDeduplication(key, base, ownerId, jobId, deduplicationId, ownerTtl) then
       return nil
     end
-    setDeduplicationOwner(key, ownerId, ttl)
+    if kept(ownerId) then
+      return ownerId
+    end
+    setDeduplicationOwner(key, ownerId, ownerTtl)
   else
     local claimed
-    if ttl and ttl > 0 then
-      claimed = rcall("SET", key, jobId, "PX", ttl, "NX")
+    if ownerTtl and ownerTtl > 0 then
+      claimed = rcall("SET", key, jobId, "PX", ownerTtl, "NX")
     else
       claimed = rcall("SET", key, jobId, "NX")
     end
@@ -95,8 +144,11 @@ local function deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, ma
       return nil
     end
     ownerId = rcall("GET", key)
-    if takeStaleDeduplication(key, base, ownerId, jobId, deduplicationId, ttl) then
+    if takeStaleDeduplication(key, base, ownerId, jobId, deduplicationId, ownerTtl) then
       return nil
+    end
+    if kept(ownerId) then
+      return ownerId
     end
   end
 

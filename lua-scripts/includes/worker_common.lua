@@ -149,7 +149,8 @@ local function wIncr(key)
 end
 
 -- Fails a job whose hash is corrupted, on its own: into `failed` with `reason`, and a `failed`
--- event (`prev` is the state it was taken from). The caller has taken it out of its list.
+-- event (`prev` is the state it was taken from). The caller has taken it out of its list and
+-- released its deduplication window (wFinalizeDeduplication, includes/worker_dedup.lua).
 -- Nothing here can raise, whatever the hash holds; retention and flow bookkeeping are skipped,
 -- so the job stays for an operator to inspect.
 local function wFailCorrupted(jobId, reason, nowText, prev)

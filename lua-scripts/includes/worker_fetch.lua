@@ -1,5 +1,6 @@
 --[[
-  Moves up to `f.count` ready jobs to active for one worker (needs worker_common.lua).
+  Moves up to `f.count` ready jobs to active for one worker (needs worker_common.lua and
+  worker_dedup.lua).
 
   `f` is the decoded fetch request:
     count           how many free slots the worker has
@@ -242,6 +243,7 @@ local function wFetch(f)
       dropped[#dropped + 1] = jobId
     elseif problem then
       rcall("LREM", K.active, 1, jobId)
+      wFinalizeDeduplication(jobId, jobKey, now, nowText)
       wFailCorrupted(jobId, problem, nowText, "waiting")
       failed[#failed + 1] = jobId
       failed[#failed + 1] = problem

@@ -559,8 +559,9 @@ impl<'de> Deserialize<'de> for Backoff {
 
 /// Deduplication options (stored as `de`).
 ///
-/// While a job with the same `id` exists (or, with `ttl`, for that many milliseconds), adding
-/// another is ignored and emits `deduplicated`.
+/// Until the job owning `id` completes, fails for good or is removed (with `ttl`: for that many
+/// milliseconds instead), adding another job with the same `id` adds nothing and emits
+/// `deduplicated`; the add returns the owner's id. Retries keep the window open.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -583,7 +584,9 @@ pub struct Deduplication {
     /// Reset the pending job's delay on each duplicate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reschedule: Option<bool>,
-    /// Keep the last duplicate added while the job is active (Node `keepLastIfActive`).
+    /// Keep the last duplicate added while the job is active and add it as a new job when the
+    /// active one completes or fails (Node `keepLastIfActive`); the window then never expires
+    /// (`ttl` is ignored) and ends when its job finishes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_last_if_active: Option<bool>,
 }
@@ -616,6 +619,20 @@ impl Deduplication {
     #[must_use]
     pub fn replace(mut self, on: bool) -> Self {
         self.replace = Some(on);
+        self
+    }
+
+    /// Sets `reschedule`.
+    #[must_use]
+    pub fn reschedule(mut self, on: bool) -> Self {
+        self.reschedule = Some(on);
+        self
+    }
+
+    /// Sets `keepLastIfActive`.
+    #[must_use]
+    pub fn keep_last_if_active(mut self, on: bool) -> Self {
+        self.keep_last_if_active = Some(on);
         self
     }
 }

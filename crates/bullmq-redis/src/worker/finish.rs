@@ -120,6 +120,9 @@ pub struct JobFacts {
     pub attempts_made: Option<u32>,
     /// Whether the job has a parent (`parentKey` / `parent` in its hash).
     pub has_parent: Option<bool>,
+    /// Whether the job has a deduplication id (`deid` in its hash). `Some(false)` spares the
+    /// finish script reading `deid` when the job completes or fails.
+    pub has_deduplication: Option<bool>,
 }
 
 impl JobFacts {
@@ -128,7 +131,15 @@ impl JobFacts {
         Self {
             attempts_made: Some(attempts_made),
             has_parent: Some(has_parent),
+            has_deduplication: None,
         }
+    }
+
+    /// Adds whether the job's hash has a `deid` (read at fetch time).
+    #[must_use]
+    pub fn with_deduplication(mut self, has_deduplication: bool) -> Self {
+        self.has_deduplication = Some(has_deduplication);
+        self
     }
 }
 
@@ -339,6 +350,9 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
     if finish.facts.has_parent == Some(false) {
         item.flags.push('n');
     }
+    if finish.facts.has_deduplication == Some(false) {
+        item.flags.push('e');
+    }
     if item.value.is_some() {
         item.flags.push('v');
     }
@@ -439,4 +453,38 @@ pub async fn finish_batch(
         fetched: parse_fetched(client, keys, script, fetched, fetch).await?,
         corrupted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_of(facts: JobFacts) -> String {
+        let finish = Finish {
+            job_id: "1".into(),
+            token: "t".into(),
+            action: FinishAction::Complete {
+                returnvalue: "null".into(),
+                keep: Retention::KEEP_ALL,
+            },
+            facts,
+        };
+        let mut args = Vec::new();
+        push_item(&mut args, &finish);
+        args[2].as_string().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_job_known_to_have_no_deduplication_id_spares_the_deid_read() {
+        let known = JobFacts::new(0, false).with_deduplication(false);
+        assert_eq!(spec_of(known), "completed|nev|1||||");
+    }
+
+    #[test]
+    fn a_job_with_a_deduplication_id_or_unknown_facts_has_it_read() {
+        let with_id = JobFacts::new(0, false).with_deduplication(true);
+        assert_eq!(spec_of(with_id), "completed|nv|1||||");
+        assert_eq!(spec_of(JobFacts::new(0, false)), "completed|nv|1||||");
+        assert_eq!(spec_of(JobFacts::default()), "completed|v|||||");
+    }
 }

@@ -122,16 +122,6 @@ pub(crate) fn prepare(
     if opts.telemetry_metadata.is_none() && opts.omit_context != Some(true) {
         opts.telemetry_metadata = trace_metadata;
     }
-    if opts
-        .deduplication
-        .as_ref()
-        .is_some_and(|d| d.keep_last_if_active == Some(true))
-    {
-        return Err(QueueError::Unsupported {
-            option: "deduplication.keepLastIfActive",
-            reason: "the job stored for after the active one would never be enqueued",
-        });
-    }
     // Node's Job constructor always stores `attempts` (0 = a single try).
     opts.attempts.get_or_insert(0);
     let timestamp = opts.timestamp.unwrap_or_else(now_ms);

@@ -144,7 +144,7 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`QueueError::Validation`] / [`QueueError::Unsupported`] (nothing written),
+    /// [`QueueError::Validation`] (nothing written),
     /// [`QueueError::Json`], [`QueueError::ParentNotFound`], [`QueueError::Redis`].
     ///
     /// # Cancel safety

@@ -543,7 +543,8 @@ impl WorkerState {
                     facts: JobFacts::new(
                         job.attempts_made(),
                         job.parent_key().is_some() || job.parent().is_some(),
-                    ),
+                    )
+                    .with_deduplication(job.deduplication_id().is_some()),
                 },
                 job: Some(job),
                 outcome,
