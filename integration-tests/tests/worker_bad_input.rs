@@ -497,3 +497,33 @@ async fn corrupted_queue_counters_never_stop_the_worker() -> Result<()> {
     client.quit().await?;
     cleanup(&queue_name).await
 }
+
+#[tokio::test]
+async fn a_corrupted_job_releases_its_deduplication_window() -> Result<()> {
+    use bullmq_protocol::options::Deduplication;
+    let queue_name = unique_queue("w-baddedup");
+    let base = format!("{PREFIX}:{queue_name}");
+    let queue = open_queue(&queue_name).await?;
+    let dedup = || JobOptions::new().deduplication(Deduplication::new("once"));
+    let first = queue.add_job("job", json!({}), dedup()).await?;
+    let client = raw_client().await?;
+    let _: i64 = client
+        .hset(format!("{base}:{}", first.id()), ("atm", "abc"))
+        .await?;
+    let worker = spawn_worker(&queue_name, WorkerOptions::new(), WorkerCallbacks::new()).await?;
+    wait_finished(&queue_name, 1, Duration::from_secs(20)).await?;
+    let window: i64 = client.exists(format!("{base}:de:once")).await?;
+    assert_eq!(
+        window, 0,
+        "the failed owner released the window, as a failed job does"
+    );
+    let second = queue.add_job("job", json!({}), dedup()).await?;
+    assert_ne!(second.id(), first.id(), "a later add creates a new job");
+    wait_finished(&queue_name, 2, Duration::from_secs(20)).await?;
+    worker.close().await?;
+    queue.close().await?;
+    let got = states(&client, &queue_name, &[second.id().to_string()]).await?;
+    assert_eq!(got[second.id()], "completed");
+    client.quit().await?;
+    cleanup(&queue_name).await
+}
