@@ -207,22 +207,28 @@ local function wFetch(f)
       if #hash == 0 then
         problem = false
       else
-        local fields = {}
+        -- The checks of wFieldsProblem, in the one pass over the hash made anyway.
+        local named, withOpts = false, false
         for j = 1, #hash, 2 do
           local field = hash[j]
-          if field == "ats" then
-            atsAt = j + 1
+          if W_INT_FIELDS[field] then
+            if field == "ats" then atsAt = j + 1 end
+            if not problem and wInteger(hash[j + 1]) == false then
+              problem = wNotInteger(field, hash[j + 1])
+            end
           elseif field == "processedOn" then
             processedAt = j + 1
           elseif field == "pb" then
             pbAt = j + 1
-          end
-          if W_INT_FIELDS[field] or field == "name" or field == "opts" then
-            fields[field] = hash[j + 1]
+          elseif field == "name" then
+            named = true
+          elseif field == "opts" then
+            withOpts = true
           end
         end
-        problem = wFieldsProblem(fields)
-        ats = fields.ats
+        if not problem and not named then problem = "corrupted job hash: name is missing" end
+        if not problem and not withOpts then problem = "corrupted job hash: opts is missing" end
+        ats = atsAt and hash[atsAt]
       end
     else
       -- Larger fetches leave the hashes to the caller: read only what is checked.
