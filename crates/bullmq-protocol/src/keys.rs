@@ -207,6 +207,19 @@ impl QueueKeys {
             None => format!("{}:{encoded}", self.prefix),
         }
     }
+
+    /// Name of a worker's command (non-blocking) connection:
+    /// `{prefix}:{base64(queue)}:wc`, plus `:{worker name}` for a named worker. Node leaves that
+    /// connection unnamed; we name it so a `CLIENT LIST` shows every connection of a queue's
+    /// workers (and proves none outlives its worker), with a suffix none of Node's lookups
+    /// (`getWorkers`: the exact base or `:w:`; `getQueueEvents`: `:qe`) matches.
+    pub fn worker_command_client_name(&self, worker_name: Option<&str>) -> String {
+        let encoded = base64_encode(self.name.as_bytes());
+        match worker_name {
+            Some(name) => format!("{}:{encoded}:wc:{name}", self.prefix),
+            None => format!("{}:{encoded}:wc", self.prefix),
+        }
+    }
 }
 
 impl fmt::Display for QueueKeys {

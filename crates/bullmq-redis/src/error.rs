@@ -7,6 +7,16 @@ pub enum RedisError {
     /// The connection URL or configuration is not valid.
     #[error("invalid Redis configuration: {0}")]
     Config(String),
+    /// The URL's scheme is not one of [`ACCEPTED_SCHEMES`](crate::connection::ACCEPTED_SCHEMES)
+    /// (e.g. `http://`).
+    #[error(
+        "unsupported Redis URL scheme `{scheme}://`: use redis:// (plain) or rediss:// (TLS); \
+         valkey:// and valkeys:// are accepted too"
+    )]
+    UnsupportedScheme {
+        /// The scheme found (empty when the URL has none).
+        scheme: String,
+    },
     /// Redis could not be reached within the configured timeout.
     #[error("could not connect to Redis at {target}: {source}")]
     Connect {

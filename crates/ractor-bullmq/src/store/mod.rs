@@ -86,7 +86,8 @@ pub trait Store: Send + Sync + 'static {
     /// Replaces the job's data.
     async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> StoreResult<()>;
 
-    /// Releases connections; later calls fail.
+    /// Releases connections; later calls fail. Must be idempotent: a Worker calls it when it
+    /// stops, and again (from a spawned task) when its state is dropped without `post_stop`.
     async fn close(&self);
 
     /// Moves one active job to `delayed` for `delay` without counting an attempt (Node's

@@ -1,23 +1,26 @@
 //! [`RedisStore`]: the [`Store`] over `bullmq-redis`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_protocol::keys::QueueKeys;
-use bullmq_redis::fred::interfaces::ClientInterface;
-use bullmq_redis::fred::prelude::{Client, ClientLike};
-use bullmq_redis::fred::types::ClientUnblockFlag;
+use bullmq_redis::fred::prelude::Client;
 use bullmq_redis::worker::{self as calls, WorkerKeys};
-use bullmq_redis::ConnectionConfig;
+use bullmq_redis::{ConnectionConfig, Connections};
 
 use super::{now_ms, FetchRequest, Fetched, Finish, FinishReply, Store, StoreError, StoreResult};
 
 /// A [`Store`] on Redis: one command connection and one blocking connection (named so Node's
 /// `queue.getWorkers()` lists it).
+///
+/// Clones share the connections. They close on [`Store::close`] or, failing that, when the
+/// last clone is dropped (a Worker killed or crashed without `post_stop` still releases them).
 #[derive(Clone)]
 pub struct RedisStore {
     client: Client,
     blocking: Client,
+    connections: Arc<Connections>,
     keys: WorkerKeys,
     metrics_max_points: u32,
 }
@@ -33,7 +36,8 @@ impl std::fmt::Debug for RedisStore {
 impl RedisStore {
     /// Connects the two connections of one worker of `queue` under `prefix`. The blocking
     /// connection is named `{prefix}:{base64(queue)}:w:{worker_name}` (or without the `:w:`
-    /// part when unnamed), as Node names worker connections.
+    /// part when unnamed), as Node names worker connections; the command connection
+    /// `{prefix}:{base64(queue)}:wc[:{worker_name}]`, which Node's lookups ignore.
     ///
     /// # Errors
     ///
@@ -46,15 +50,21 @@ impl RedisStore {
     ) -> StoreResult<Self> {
         let keys = QueueKeys::new(prefix, queue);
         let name = keys.worker_client_name(worker_name);
-        let client = config.connect(None).await?;
+        let client = config
+            .connect(Some(keys.worker_command_client_name(worker_name)))
+            .await?;
         let blocking = match config.connect(Some(name)).await {
             Ok(blocking) => blocking,
             Err(error) => {
-                let _ = client.quit().await;
+                Connections::new(vec![client], Vec::new()).close().await;
                 return Err(error.into());
             }
         };
         Ok(Self {
+            connections: Arc::new(Connections::new(
+                vec![client.clone()],
+                vec![blocking.clone()],
+            )),
             client,
             blocking,
             keys: WorkerKeys::new(keys),
@@ -150,11 +160,7 @@ impl Store for RedisStore {
     }
 
     async fn close(&self) {
-        // A BZPOPMIN in flight would hold QUIT back until its timeout: interrupt it first
-        // (through fred's side connection). Errors only mean nothing was blocked.
-        let unblock = self.blocking.unblock_self(Some(ClientUnblockFlag::Timeout));
-        let _ = tokio::time::timeout(Duration::from_secs(2), unblock).await;
-        let _ = self.blocking.quit().await;
-        let _ = self.client.quit().await;
+        // Interrupts a BZPOPMIN in flight first (a QUIT would wait for its timeout); idempotent.
+        self.connections.close().await;
     }
 }
