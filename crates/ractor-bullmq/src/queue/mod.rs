@@ -243,14 +243,19 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`QueueError::Decode`] naming the field when the job hash is corrupted;
-    /// [`QueueError::Redis`].
+    /// [`QueueError::Decode`] naming the job and the field when the job hash is corrupted
+    /// (including binary values that are not UTF-8); [`QueueError::Redis`].
     pub async fn get_job(&self, job_id: &str) -> Result<Option<Job>> {
         let (client, keys) = self.client_and_keys();
-        let fields = scripts::get_job_hash(client, keys, job_id).await?;
-        if fields.is_empty() {
+        let raw = scripts::get_job_hash(client, keys, job_id).await?;
+        if raw.is_empty() {
             return Ok(None);
         }
+        let fields =
+            bullmq_protocol::job_record::text_fields(raw).map_err(|source| QueueError::Decode {
+                job_id: job_id.to_owned(),
+                source,
+            })?;
         Job::decode(&self.inner.name, job_id, &fields).map(Some)
     }
 
