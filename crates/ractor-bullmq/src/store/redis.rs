@@ -5,11 +5,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_protocol::keys::QueueKeys;
-use bullmq_redis::fred::prelude::Client;
+use bullmq_redis::fred::prelude::{Client, EventInterface};
 use bullmq_redis::worker::{self as calls, WorkerKeys};
 use bullmq_redis::{ConnectionConfig, Connections};
+use tokio::sync::broadcast;
 
-use super::{now_ms, FetchRequest, Fetched, Finish, FinishReply, Store, StoreError, StoreResult};
+use super::{
+    now_ms, ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, Store, StoreError,
+    StoreResult,
+};
 
 /// A [`Store`] on Redis: one command connection and one blocking connection (named so Node's
 /// `queue.getWorkers()` lists it).
@@ -21,6 +25,7 @@ pub struct RedisStore {
     client: Client,
     blocking: Client,
     connections: Arc<Connections>,
+    changes: broadcast::Sender<ConnectionChange>,
     keys: WorkerKeys,
     metrics_max_points: u32,
 }
@@ -60,11 +65,17 @@ impl RedisStore {
                 return Err(error.into());
             }
         };
+        let (changes, _) = broadcast::channel(16);
+        let down = Arc::new(std::sync::Mutex::new([false; 2]));
+        for (index, watched) in [&client, &blocking].into_iter().enumerate() {
+            watch_connection(watched, index, &down, &changes);
+        }
         Ok(Self {
             connections: Arc::new(Connections::new(
                 vec![client.clone()],
                 vec![blocking.clone()],
             )),
+            changes,
             client,
             blocking,
             keys: WorkerKeys::new(keys),
@@ -83,6 +94,46 @@ impl RedisStore {
     pub fn keys(&self) -> &QueueKeys {
         self.keys.queue()
     }
+}
+
+/// Which of the store's connections (command, blocking) are down.
+type Down = Arc<std::sync::Mutex<[bool; 2]>>;
+
+/// Forwards connection `index`'s errors and reconnects to `changes`, as transitions of the
+/// store as a whole: `Lost` when the first connection goes down (not on every failed
+/// reconnect attempt, nor again for the second one), `Restored` when the last one is back.
+/// The listeners end when the client is closed.
+fn watch_connection(
+    client: &Client,
+    index: usize,
+    down: &Down,
+    changes: &broadcast::Sender<ConnectionChange>,
+) {
+    let mark = |down: &Down, index: usize, is_down: bool| {
+        let mut flags = match down.lock() {
+            Ok(flags) => flags,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let was_up = !flags.iter().any(|d| *d);
+        flags[index] = is_down;
+        let is_up = !flags.iter().any(|d| *d);
+        (was_up, is_up)
+    };
+    let (lost_down, lost) = (down.clone(), changes.clone());
+    client.on_error(move |(error, _server)| {
+        if let (true, false) = mark(&lost_down, index, true) {
+            // No receiver (no Worker yet, or it stopped) is fine: nobody to tell.
+            let _ = lost.send(ConnectionChange::Lost(Arc::new(error)));
+        }
+        async { Ok(()) }
+    });
+    let (restored_down, restored) = (down.clone(), changes.clone());
+    client.on_reconnect(move |_server| {
+        if let (false, true) = mark(&restored_down, index, false) {
+            let _ = restored.send(ConnectionChange::Restored);
+        }
+        async { Ok(()) }
+    });
 }
 
 #[async_trait]
@@ -157,6 +208,10 @@ impl Store for RedisStore {
         let text = data.to_string();
         bullmq_redis::queue::update_data(&self.client, self.keys.queue(), job_id, &text).await?;
         Ok(())
+    }
+
+    fn connection_changes(&self) -> Option<broadcast::Receiver<ConnectionChange>> {
+        Some(self.changes.subscribe())
     }
 
     async fn close(&self) {

@@ -46,8 +46,13 @@ pub mod event_names {
     /// The queue's rate limit was reached.
     pub const RATE_LIMIT_HIT: &str = "bullmq.rate_limit.hit";
 
+    /// A connection to the backend was lost (once per outage, not per retry).
+    pub const CONNECTION_LOST: &str = "bullmq.connection.lost";
+    /// A lost connection works again.
+    pub const CONNECTION_RESTORED: &str = "bullmq.connection.restored";
+
     /// Every event name, in catalogue order.
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 15] = [
         JOB_ADDED,
         JOB_STARTED,
         JOB_COMPLETED,
@@ -61,6 +66,8 @@ pub mod event_names {
         QUEUE_RESUMED,
         QUEUE_DRAINED,
         RATE_LIMIT_HIT,
+        CONNECTION_LOST,
+        CONNECTION_RESTORED,
     ];
 }
 

@@ -110,6 +110,8 @@ pub(super) enum InternalMsg {
     Woken(StoreResult<bool>),
     StalledTick,
     StalledDone(StoreResult<Vec<String>>),
+    /// The store's connection dropped or came back (see `health.rs`).
+    Connection(crate::store::ConnectionChange),
 }
 
 pub(super) fn internal(msg: InternalMsg) -> WorkerMsg {
@@ -243,6 +245,8 @@ pub struct WorkerState {
     pub(super) started_at: Instant,
     /// `post_stop` closed the store; otherwise dropping the state closes it.
     pub(super) store_closed: bool,
+    /// Store trouble, reported once per outage (see `health.rs`).
+    pub(super) outage: crate::outage::Outage,
 }
 
 impl Drop for WorkerState {
@@ -317,6 +321,8 @@ impl Actor for Worker {
             Some(lm)
         };
         let mut timers = Vec::new();
+        // Aborted with the timers when the Worker ends.
+        timers.extend(super::health::watch_store(&*args.store, myself.clone()));
         if !opts.skip_stalled_check {
             myself.cast(internal(InternalMsg::StalledTick))?;
             timers.push(
@@ -365,6 +371,7 @@ impl Actor for Worker {
             label,
             started_at: Instant::now(),
             store_closed: false,
+            outage: crate::outage::Outage::default(),
             opts,
         })
     }
