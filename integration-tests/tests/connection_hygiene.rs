@@ -4,7 +4,8 @@
 //! the Worker stops with an error and ractor skips its `post_stop`) and the Worker itself is
 //! killed, several times each; `CLIENT LIST`, filtered by this test's queue (the names every
 //! connection of ours carries: `{prefix}:{base64(queue)}` plus `:w:`/`:wc:`/`:qe`), shows that
-//! each incarnation's connections close, and that none remains after `Runtime::shutdown`.
+//! each incarnation's connections close, and that none remains after `Runtime::shutdown`. The
+//! same for a killed QueueEvents and a `Queue` handle dropped without `close()`.
 
 mod common;
 
@@ -61,6 +62,23 @@ where
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Ids of every client in `CLIENT LIST`.
+async fn client_ids() -> anyhow::Result<Vec<i64>> {
+    let client = raw_client().await?;
+    let list: String = client
+        .custom(
+            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
+            vec!["LIST".to_owned()],
+        )
+        .await?;
+    client.quit().await?;
+    Ok(list
+        .lines()
+        .filter_map(|line| line.split(' ').find_map(|f| f.strip_prefix("id=")))
+        .filter_map(|id| id.parse().ok())
+        .collect())
 }
 
 async fn wait_for_clients(queue: &str, what: &str, expected: usize) -> anyhow::Result<()> {
@@ -139,8 +157,8 @@ async fn crashed_and_killed_workers_close_their_connections() -> anyhow::Result<
         .concurrency(4)
         .lock_duration(Duration::from_secs(2));
     let worker = runtime.start_worker(&name, processor(), options).await?;
-    let _events = runtime
-        .start_queue_events(QueueEventsOptions::new(name.clone(), connection))
+    let events = runtime
+        .start_queue_events(QueueEventsOptions::new(name.clone(), connection.clone()))
         .await?;
     // Jobs keep flowing so the crashes happen with work in flight.
     queue
@@ -174,6 +192,42 @@ async fn crashed_and_killed_workers_close_their_connections() -> anyhow::Result<
         Some(u32::try_from(CRASHES + KILLS)?),
         "every crash and kill restarted the Worker"
     );
+    // A killed QueueEvents is restarted with a fresh connection; the old one closes.
+    for round in 0..KILLS {
+        let old = events.actor().expect("a QueueEvents runs");
+        old.kill();
+        let old_id = old.get_id();
+        poll("the QueueEvents restarted", || async {
+            events.actor().filter(|actor| actor.get_id() != old_id)
+        })
+        .await?;
+        wait_for_clients(
+            &name,
+            &format!("3 connections after QueueEvents kill {}", round + 1),
+            3,
+        )
+        .await?;
+    }
+    // A Queue handle dropped without close() closes its connection too (unnamed, so found by
+    // its client id).
+    let dropped =
+        ractor_bullmq::Queue::new(&name, ractor_bullmq::QueueOptions::new(connection)).await?;
+    let id: i64 = dropped
+        .client()
+        .custom(
+            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
+            vec!["ID".to_owned()],
+        )
+        .await?;
+    drop(dropped);
+    poll("the dropped Queue's connection closed", || async {
+        client_ids()
+            .await
+            .ok()
+            .filter(|ids| !ids.contains(&id))
+            .map(|_| ())
+    })
+    .await?;
 
     runtime.shutdown(Duration::from_secs(30)).await?;
     wait_for_clients(&name, "no connection of ours after Runtime::shutdown", 0).await?;

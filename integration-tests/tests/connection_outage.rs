@@ -196,3 +196,67 @@ async fn queue_events_start_fails_fast_against_an_unreachable_server() -> anyhow
     runtime.shutdown(Duration::from_secs(10)).await?;
     Ok(())
 }
+
+/// Names of `queue`'s connections (ours all start with `{prefix}:{base64(queue)}`) on the
+/// server at `url`.
+async fn clients_of(url: &str, queue: &str) -> anyhow::Result<Vec<String>> {
+    use fred::prelude::ClientLike;
+    use fred::types::{ClusterHash, CustomCommand};
+    let base =
+        ractor_bullmq::protocol::keys::QueueKeys::new(PREFIX, queue).worker_client_name(None);
+    let client = ConnectionConfig::from_url(url)?.connect(None).await?;
+    let list: String = client
+        .custom(
+            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
+            vec!["LIST".to_owned()],
+        )
+        .await?;
+    client.quit().await?;
+    Ok(list
+        .lines()
+        .filter_map(|line| line.split(' ').find_map(|f| f.strip_prefix("name=")))
+        .filter(|name| *name == base || name.starts_with(&format!("{base}:")))
+        .map(str::to_owned)
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_closed_during_an_outage_leaves_no_connection_behind() -> anyhow::Result<()> {
+    if !TestRedis::available().await {
+        eprintln!("SKIPPING: no redis-server binary");
+        return Ok(());
+    }
+    let mut redis = TestRedis::start().await?;
+    let url = redis.url();
+    let config = ConnectionConfig::from_url(&url)?;
+    let name = unique_queue("outage-close");
+    let args = WorkerArgs::connect(&config, &name, echo, WorkerOptions::new().name("w")).await?;
+    let worker = Worker::spawn(args).await?;
+    eventually("the Worker's 2 connections", LONG, || async {
+        clients_of(&url, &name).await.is_ok_and(|c| c.len() == 2)
+    })
+    .await?;
+
+    redis.stop().await?;
+    // Closing with Redis gone returns in bounded time.
+    let started = Instant::now();
+    tokio::time::timeout(GUARD, worker.close_force())
+        .await
+        .map_err(|_| anyhow::anyhow!("close hung during the outage"))??;
+    assert!(
+        started.elapsed() < GUARD / 2,
+        "close took {:?}",
+        started.elapsed()
+    );
+
+    // When Redis comes back, the closed Worker's clients do not come back with it.
+    redis.spawn().await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let left = clients_of(&url, &name).await?;
+    assert!(
+        left.is_empty(),
+        "connections back after the restart: {left:?}"
+    );
+    redis.stop().await?;
+    Ok(())
+}
