@@ -183,7 +183,15 @@ impl ConnectionConfig {
             Ok(outcome) => outcome,
             Err(_) => Err(fred::error::Error::new(
                 fred::error::ErrorKind::Timeout,
-                format!("no connection within {connect_timeout:?}"),
+                if self.tls {
+                    // The usual cause: a plain server, which never completes the handshake.
+                    format!(
+                        "no TLS connection within {connect_timeout:?} (rediss:// needs a \
+                         server that speaks TLS; use redis:// for a plain one)"
+                    )
+                } else {
+                    format!("no connection within {connect_timeout:?}")
+                },
             )),
         };
         if let Err(source) = outcome {

@@ -9,10 +9,7 @@ pub enum RedisError {
     Config(String),
     /// The URL's scheme is not one of [`ACCEPTED_SCHEMES`](crate::connection::ACCEPTED_SCHEMES)
     /// (e.g. `http://`).
-    #[error(
-        "unsupported Redis URL scheme `{scheme}://`: use redis:// (plain) or rediss:// (TLS); \
-         valkey:// and valkeys:// are accepted too"
-    )]
+    #[error("{}", unsupported_scheme(scheme))]
     UnsupportedScheme {
         /// The scheme found (empty when the URL has none).
         scheme: String,
@@ -37,6 +34,18 @@ pub enum RedisError {
         /// What was wrong with the reply.
         detail: String,
     },
+}
+
+fn unsupported_scheme(scheme: &str) -> String {
+    let found = if scheme.is_empty() {
+        "the Redis URL has no scheme".to_owned()
+    } else {
+        format!("unsupported Redis URL scheme `{scheme}://`")
+    };
+    format!(
+        "{found}: use redis://host:port (plain) or rediss://host:port (TLS); \
+         valkey:// and valkeys:// are accepted too"
+    )
 }
 
 /// Result alias of this crate.

@@ -48,8 +48,7 @@ pub(crate) struct EventsArgs {
 
 /// Runs `bullmq events`.
 pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
-    let config = ConnectionConfig::from_url(&ctx.redis_url)
-        .with_context(|| format!("bad --redis-url {}", ctx.redis_url))?;
+    let config = super::connection_config(ctx)?;
     if args.no_follow {
         return replay(ctx, &args, config).await;
     }
