@@ -30,11 +30,20 @@ struct Run {
 
 /// Runs `bullmq` with `args`, killing it (its own child, by handle) after [`GUARD`].
 fn bullmq(redis: &str, args: &[&str]) -> Run {
+    bullmq_logging(redis, args, None)
+}
+
+/// As [`bullmq`], with `RUST_LOG` set to `log` when given.
+fn bullmq_logging(redis: &str, args: &[&str], log: Option<&str>) -> Run {
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bullmq"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bullmq"));
+    command.env_remove("RUST_LOG");
+    if let Some(log) = log {
+        command.env("RUST_LOG", log);
+    }
+    let mut child = command
         .args(args)
         .env("REDIS_URL", redis)
-        .env_remove("RUST_LOG")
         .env_remove("NO_COLOR")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -131,6 +140,24 @@ fn every_command_fails_with_one_line_on_an_unreachable_port() {
         let run = bullmq(&url, args);
         assert_one_clear_line(&format!("{args:?}"), &run, "could not connect to Redis");
     }
+}
+
+#[test]
+fn log_lines_carry_no_colour_in_a_pipe() {
+    // Verbose logging on, stderr a pipe: many log lines, not one escape code.
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let run = bullmq_logging(&url, &["stats", "q"], Some("trace"));
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.lines().count() > 1,
+        "expected log lines: {}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains('\u{1b}'),
+        "colour in a pipe: {:?}",
+        run.stderr
+    );
 }
 
 #[test]
