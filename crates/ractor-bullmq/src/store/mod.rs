@@ -47,8 +47,9 @@ pub enum StoreError {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ConnectionChange {
-    /// The connection dropped or a reconnect attempt failed (sent on every failed attempt; the
-    /// Worker reports the first of an outage).
+    /// The connection dropped or a reconnect failed. A store may send it more than once per
+    /// outage ([`RedisStore`] sends it once, when the first of its connections drops); the
+    /// Worker reports only the first of an outage.
     Lost(Arc<dyn std::error::Error + Send + Sync>),
     /// The connection works again.
     Restored,
