@@ -28,7 +28,8 @@
 //! Events arrive in stream order. The position advances only after an event was handed to the
 //! handler and every subscriber, so a reconnect (connection lost, Redis restarted) or a
 //! restart of the actor under a supervisor resumes after the last delivered id: no event is
-//! skipped, none is delivered twice.
+//! skipped, none is delivered twice. Events trimmed from the stream (`MAXLEN`) while nobody
+//! read are gone, as with Node.
 //!
 //! # Connection errors
 //!
@@ -41,8 +42,7 @@
 //! `bullmq.connection.restored` telemetry events.
 //!
 //! [`Runtime::start_queue_events`]: crate::supervision::Runtime::start_queue_events
-//! [`Queue::new`]: crate::Queue::new Events trimmed from the stream (`MAXLEN`) while nobody
-//! read are gone, as with Node.
+//! [`Queue::new`]: crate::Queue::new
 
 mod connection;
 mod error;
