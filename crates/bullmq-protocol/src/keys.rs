@@ -255,6 +255,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn command_connection_names_escape_node_lookups() {
+        let keys = QueueKeys::new("bull", "emails");
+        let base = keys.worker_client_name(None);
+        assert_eq!(base, "bull:ZW1haWxz");
+        for name in [
+            keys.worker_command_client_name(None),
+            keys.worker_command_client_name(Some("w-1")),
+        ] {
+            // Node's getWorkers(): the exact base, or the base followed by `:w:`;
+            // getQueueEvents(): the base followed by `:qe`.
+            assert!(name.starts_with(&format!("{base}:wc")), "{name}");
+            assert_ne!(name, base);
+            assert!(!name.starts_with(&format!("{base}:w:")), "{name}");
+            assert_ne!(name, format!("{base}:qe"));
+        }
+        assert_eq!(
+            keys.worker_command_client_name(Some("w-1")),
+            "bull:ZW1haWxz:wc:w-1"
+        );
+    }
+
+    #[test]
     fn every_queue_key_has_the_bullmq_suffix() {
         let keys = QueueKeys::new("{bull}", "q");
         assert_eq!(keys.key(QueueKey::StalledCheck), "{bull}:q:stalled-check");
