@@ -4,6 +4,7 @@
 
 mod common;
 mod queue_events_support;
+mod test_redis;
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -420,13 +421,37 @@ async fn crash_under_a_supervisor_resumes_from_the_last_delivered_id() -> Result
 }
 
 #[tokio::test]
-async fn unreachable_redis_is_retried_and_close_still_returns() -> Result<()> {
-    // Nothing listens on this port: the reader retries with backoff, the actor stays up.
+async fn unreachable_redis_fails_the_start() -> Result<()> {
+    // Nothing listens on this port: the start says so, as Queue::new and a Worker's start do,
+    // instead of a reader retrying in silence.
     let port = free_port()?;
     let connection = ConnectionConfig::from_url(&format!("redis://127.0.0.1:{port}"))?;
     let queue = unique_queue("qe-unreachable");
+    let started = tokio::time::timeout(
+        Duration::from_secs(20),
+        QueueEventsHandle::start(QueueEventsOptions::new(&queue, connection)),
+    )
+    .await
+    .context("start hung while Redis was unreachable")?;
+    match started {
+        Err(ractor_bullmq::QueueEventsError::Redis(bullmq_redis::RedisError::Connect {
+            ..
+        })) => {}
+        other => bail!("expected a connect error, got {other:?}"),
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn redis_gone_while_running_is_retried_and_close_still_returns() -> Result<()> {
+    // The server disappears under a running reader: it retries with backoff, the actor stays
+    // up, and close() still returns.
+    let mut redis = test_redis::TestRedis::start().await?;
+    let connection = ConnectionConfig::from_url(&redis.url())?;
+    let queue = unique_queue("qe-gone");
     let events = QueueEventsHandle::start(QueueEventsOptions::new(&queue, connection)).await?;
     let mut rx = events.subscribe_stream();
+    redis.stop().await?;
     assert!(
         tokio::time::timeout(Duration::from_millis(800), rx.recv())
             .await
@@ -437,7 +462,6 @@ async fn unreachable_redis_is_retried_and_close_still_returns() -> Result<()> {
         events.actor().is_some(),
         "an outage does not stop the actor"
     );
-    assert_eq!(events.last_event_id(), "$");
     tokio::time::timeout(Duration::from_secs(10), events.close())
         .await
         .context("close() hung while Redis was unreachable")?;

@@ -7,6 +7,7 @@ mod commands;
 mod local_redis;
 mod output;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -49,7 +50,8 @@ enum Command {
     Stats(commands::stats::StatsArgs),
     /// Add one job to a queue.
     Add(Box<commands::add::AddArgs>),
-    /// Tail a queue's events live, one line per event (`--from 0` replays the stream first).
+    /// A queue's events, one line per event: follow them live (`--from 0` replays the stream
+    /// first), or `--no-follow` to replay the stream and exit.
     Events(commands::events::EventsArgs),
     /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
     /// live progress and a summary (starts a local redis-server when none answers).
@@ -69,6 +71,9 @@ async fn main() -> ExitCode {
                 }),
         )
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: never escape codes in a pipe or a log file
+        // (and never when NO_COLOR is set, https://no-color.org).
+        .with_ansi(colour_on_stderr())
         .init();
     let cli = Cli::parse();
     let ctx = commands::Context {
@@ -89,4 +94,9 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether stderr may carry ANSI colours: a terminal, and `NO_COLOR` unset or empty.
+fn colour_on_stderr() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

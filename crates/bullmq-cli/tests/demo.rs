@@ -56,7 +56,14 @@ fn assert_mix(summary: &Value) {
 #[tokio::test]
 async fn demo_runs_on_the_configured_redis_and_removes_its_queue() {
     let url = redis_url();
-    let summary = summary(&demo(&url, &[]));
+    let output = demo(&url, &[]);
+    // Output goes to pipes here: no colour, no progress-bar escape codes.
+    assert!(
+        !output.stdout.contains(&0x1b) && !output.stderr.contains(&0x1b),
+        "escape codes in a pipe: {:?}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = summary(&output);
     assert_mix(&summary);
     assert_eq!(summary["redis"], url.as_str());
     assert!(summary["localRedisPid"].is_null(), "{summary}");

@@ -118,6 +118,14 @@ pub enum DecodeReason {
     InvalidNumber(String),
     /// A field without which the job is unusable is absent.
     Missing,
+    /// The value (or the field's name) is binary, not UTF-8 text, so nothing of the job can
+    /// be read as BullMQ writes it (another client wrote raw bytes).
+    NotUtf8 {
+        /// Length of the value in bytes.
+        bytes: usize,
+        /// Offset of the first byte that is not valid UTF-8.
+        valid_up_to: usize,
+    },
 }
 
 impl fmt::Display for DecodeReason {
@@ -126,6 +134,10 @@ impl fmt::Display for DecodeReason {
             Self::InvalidJson(e) => write!(f, "holds invalid JSON: {e}"),
             Self::InvalidNumber(v) => write!(f, "is {v:?}, not an integer"),
             Self::Missing => f.write_str("is missing"),
+            Self::NotUtf8 { bytes, valid_up_to } => write!(
+                f,
+                "is not valid UTF-8 (binary data: invalid byte at offset {valid_up_to} of {bytes})"
+            ),
         }
     }
 }

@@ -47,6 +47,55 @@ use serde_json::Value;
 use crate::error::{DecodeError, DecodeReason};
 use crate::options::JobOptions;
 
+/// Turns a raw `HGETALL` reply (field names and values as bytes) into the text map
+/// [`JobRecord::decode`] reads.
+///
+/// ```
+/// use bullmq_protocol::job_record::text_fields;
+/// use bullmq_protocol::DecodeReason;
+///
+/// let ok = text_fields([(b"name".to_vec(), b"email".to_vec())]).unwrap();
+/// assert_eq!(ok["name"], "email");
+/// let error = text_fields([(b"data".to_vec(), vec![b'{', 0xff, b'}'])]).unwrap_err();
+/// assert_eq!(error.field, "data");
+/// assert!(matches!(error.reason, DecodeReason::NotUtf8 { bytes: 3, valid_up_to: 1 }));
+/// ```
+///
+/// # Errors
+///
+/// [`DecodeReason::NotUtf8`] naming the first field whose value (or name, then shown lossily)
+/// is not valid UTF-8.
+pub fn text_fields<I>(pairs: I) -> Result<HashMap<String, String>, DecodeError>
+where
+    I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+{
+    let not_utf8 = |field: &str, raw: &[u8], error: std::str::Utf8Error| {
+        DecodeError::new(
+            field,
+            DecodeReason::NotUtf8 {
+                bytes: raw.len(),
+                valid_up_to: error.valid_up_to(),
+            },
+        )
+    };
+    let mut fields = HashMap::new();
+    for (name, value) in pairs {
+        let name = match String::from_utf8(name) {
+            Ok(name) => name,
+            Err(error) => {
+                let lossy = String::from_utf8_lossy(error.as_bytes()).into_owned();
+                return Err(not_utf8(&lossy, error.as_bytes(), error.utf8_error()));
+            }
+        };
+        let value = match String::from_utf8(value) {
+            Ok(value) => value,
+            Err(error) => return Err(not_utf8(&name, error.as_bytes(), error.utf8_error())),
+        };
+        fields.insert(name, value);
+    }
+    Ok(fields)
+}
+
 /// Job hash field names, as BullMQ writes them.
 pub mod field {
     /// Job name.

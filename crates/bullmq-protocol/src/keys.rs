@@ -207,6 +207,19 @@ impl QueueKeys {
             None => format!("{}:{encoded}", self.prefix),
         }
     }
+
+    /// Name of a worker's command (non-blocking) connection:
+    /// `{prefix}:{base64(queue)}:wc`, plus `:{worker name}` for a named worker. Node leaves that
+    /// connection unnamed; we name it so a `CLIENT LIST` shows every connection of a queue's
+    /// workers (and proves none outlives its worker), with a suffix none of Node's lookups
+    /// (`getWorkers`: the exact base or `:w:`; `getQueueEvents`: `:qe`) matches.
+    pub fn worker_command_client_name(&self, worker_name: Option<&str>) -> String {
+        let encoded = base64_encode(self.name.as_bytes());
+        match worker_name {
+            Some(name) => format!("{}:{encoded}:wc:{name}", self.prefix),
+            None => format!("{}:{encoded}:wc", self.prefix),
+        }
+    }
 }
 
 impl fmt::Display for QueueKeys {
@@ -240,6 +253,28 @@ fn base64_encode(input: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_connection_names_escape_node_lookups() {
+        let keys = QueueKeys::new("bull", "emails");
+        let base = keys.worker_client_name(None);
+        assert_eq!(base, "bull:ZW1haWxz");
+        for name in [
+            keys.worker_command_client_name(None),
+            keys.worker_command_client_name(Some("w-1")),
+        ] {
+            // Node's getWorkers(): the exact base, or the base followed by `:w:`;
+            // getQueueEvents(): the base followed by `:qe`.
+            assert!(name.starts_with(&format!("{base}:wc")), "{name}");
+            assert_ne!(name, base);
+            assert!(!name.starts_with(&format!("{base}:w:")), "{name}");
+            assert_ne!(name, format!("{base}:qe"));
+        }
+        assert_eq!(
+            keys.worker_command_client_name(Some("w-1")),
+            "bull:ZW1haWxz:wc:w-1"
+        );
+    }
 
     #[test]
     fn every_queue_key_has_the_bullmq_suffix() {

@@ -7,6 +7,13 @@ pub enum RedisError {
     /// The connection URL or configuration is not valid.
     #[error("invalid Redis configuration: {0}")]
     Config(String),
+    /// The URL's scheme is not one of [`ACCEPTED_SCHEMES`](crate::connection::ACCEPTED_SCHEMES)
+    /// (e.g. `http://`).
+    #[error("{}", unsupported_scheme(scheme))]
+    UnsupportedScheme {
+        /// The scheme found (empty when the URL has none).
+        scheme: String,
+    },
     /// Redis could not be reached within the configured timeout.
     #[error("could not connect to Redis at {target}: {source}")]
     Connect {
@@ -27,6 +34,18 @@ pub enum RedisError {
         /// What was wrong with the reply.
         detail: String,
     },
+}
+
+fn unsupported_scheme(scheme: &str) -> String {
+    let found = if scheme.is_empty() {
+        "the Redis URL has no scheme".to_owned()
+    } else {
+        format!("unsupported Redis URL scheme `{scheme}://`")
+    };
+    format!(
+        "{found}: use redis://host:port (plain) or rediss://host:port (TLS); \
+         valkey:// and valkeys:// are accepted too"
+    )
 }
 
 /// Result alias of this crate.

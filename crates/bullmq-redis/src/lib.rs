@@ -9,7 +9,7 @@ pub mod error;
 pub mod events;
 pub mod script;
 
-pub use connection::ConnectionConfig;
+pub use connection::{ConnectionConfig, Connections, ACCEPTED_SCHEMES};
 pub use error::{RedisError, Result};
 pub use fred;
 pub use script::Script;

@@ -8,6 +8,7 @@ pub mod events;
 pub mod job;
 pub mod job_wait;
 pub mod manager;
+mod outage;
 pub mod queue;
 pub mod store;
 pub mod supervision;

@@ -219,6 +219,14 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
     telemetry::queue_resumed("s");
     telemetry::queue_drained("s");
     telemetry::worker_stopped("s", "s#1", Duration::from_secs(1));
+    telemetry::connection_lost("s", "worker", &"connection refused");
+    telemetry::connection_restored("s", "worker", Duration::from_millis(1500));
+    let lost = events.first(ev::CONNECTION_LOST).expect("connection lost");
+    assert_eq!(lost.level, Level::WARN);
+    assert_eq!(lost.field("component"), Some("worker"));
+    assert_eq!(lost.field("error"), Some("connection refused"));
+    let restored = events.first(ev::CONNECTION_RESTORED).expect("restored");
+    assert_eq!(restored.field("downtime_ms"), Some("1500"));
 
     for name in ev::ALL {
         let seen = events

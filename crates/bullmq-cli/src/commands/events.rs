@@ -1,15 +1,22 @@
-//! `bullmq events <queue> [--from ID] [--json]`: tail a queue's events, one line per event.
+//! `bullmq events <queue> [--follow | --no-follow] [--from ID] [--count N] [--json]`: a
+//! queue's events, one line per event.
 //!
-//! Reads with a `QueueEvents` (its own `XREAD BLOCK` connection, named as Node names its
-//! QueueEvents connections) from `$` (events from now on) by default, or from `--from ID`
-//! (`0` replays the whole stream). Runs until Ctrl-C, or until `--count` events were printed.
+//! `--follow` (the default) tails the stream with a `QueueEvents` (its own `XREAD BLOCK`
+//! connection, named as Node names its QueueEvents connections), from `$` (events from now on)
+//! or from `--from ID` (`0` replays the whole stream first), until Ctrl-C or until `--count`
+//! events were printed. `--no-follow` replays what the stream holds when the command starts
+//! (from `--from`, default `0`) and exits at its end; `--count N` then stops after N replayed
+//! events, or at the end of a shorter stream.
 
 use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use bullmq_protocol::events::{Event, StreamEvent};
+use bullmq_redis::events::{newest_event_id, read_events};
+use bullmq_redis::Connections;
 use clap::Args;
+use ractor_bullmq::events::ConnectionEvent;
 use ractor_bullmq::{ConnectionConfig, QueueEventsHandle, QueueEventsOptions};
 use serde_json::{Map, Value};
 
@@ -20,11 +27,18 @@ use super::Context;
 pub(crate) struct EventsArgs {
     /// Queue name.
     queue: String,
-    /// Where to start: `$` (only new events), `0` (replay the whole stream) or a stream id
-    /// (what follows it).
-    #[arg(long, value_name = "ID", default_value = "$")]
-    from: String,
-    /// Stop after printing this many events (default: run until Ctrl-C).
+    /// Keep reading new events as they come, until Ctrl-C or `--count` (the default).
+    #[arg(long, overrides_with = "no_follow")]
+    follow: bool,
+    /// Replay the events the stream holds now and exit at its end (`--count` caps the replay).
+    #[arg(long, overrides_with = "follow")]
+    no_follow: bool,
+    /// Where to start: `$` (only new events), `0` (the whole stream) or a stream id (what
+    /// follows it). Default: `$` when following, `0` with `--no-follow`.
+    #[arg(long, value_name = "ID")]
+    from: Option<String>,
+    /// Stop after printing this many events (with `--no-follow`, also at the end of the
+    /// stream, whichever comes first).
     #[arg(long, value_name = "N")]
     count: Option<u64>,
     /// How long one blocking read waits before it is issued again, in milliseconds.
@@ -34,18 +48,44 @@ pub(crate) struct EventsArgs {
 
 /// Runs `bullmq events`.
 pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
-    let config = ConnectionConfig::from_url(&ctx.redis_url)
-        .with_context(|| format!("bad --redis-url {}", ctx.redis_url))?;
+    let config = super::connection_config(ctx)?;
+    if args.no_follow {
+        return replay(ctx, &args, config).await;
+    }
+    let target = config.target();
     let options = QueueEventsOptions::new(args.queue.clone(), config)
         .prefix(ctx.prefix.clone())
-        .last_event_id(args.from.clone())
+        .last_event_id(args.from.clone().unwrap_or_else(|| "$".to_owned()))
         .block_timeout(Duration::from_millis(args.block_ms.max(1)))
         // A terminal or a pipe may be slow; never drop this only subscriber for it.
         .subscriber_buffer(100_000)
         .autorun(false);
-    let events = QueueEventsHandle::start(options)
-        .await
-        .context("cannot start reading events")?;
+    // One line per outage on stderr (the reader retries with backoff underneath).
+    let reported = ractor_bullmq::QueueEventsArgs::new(options)
+        .context("invalid options")?
+        .on_connection({
+            let target = target.clone();
+            move |change| match change {
+                ConnectionEvent::Lost { error } => {
+                    eprintln!(
+                        "warning: lost the connection to Redis at {target} ({error}); retrying"
+                    );
+                }
+                ConnectionEvent::Restored { downtime } => {
+                    eprintln!(
+                        "warning: reconnected to Redis at {target} after {:.1} s",
+                        downtime.as_secs_f64()
+                    );
+                }
+                _ => {}
+            }
+        });
+    let events = QueueEventsHandle::spawn(reported).await.with_context(|| {
+        format!(
+            "cannot read the events of queue {:?} on Redis at {target}",
+            args.queue
+        )
+    })?;
     // Subscribe before reading starts, so a replay is seen from its first event.
     let mut rx = events.subscribe_stream();
     events.run().await.context("cannot start reading events")?;
@@ -53,6 +93,92 @@ pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
     let outcome = print_events(ctx.json, args.count, &mut rx).await;
     events.close().await;
     outcome
+}
+
+/// Events read per `XREAD` while replaying.
+const REPLAY_BATCH: u64 = 1_000;
+
+/// `--no-follow`: prints the entries after `--from` up to the newest one when the command
+/// started (plain `XREAD`s without `BLOCK`), at most `--count`, then returns.
+async fn replay(ctx: &Context, args: &EventsArgs, config: ConnectionConfig) -> Result<()> {
+    let target = config.target();
+    let key = format!("{}:{}:events", ctx.prefix, args.queue);
+    let client = config.connect(None).await.with_context(|| {
+        format!(
+            "cannot read the events of queue {:?} on Redis at {target}",
+            args.queue
+        )
+    })?;
+    let connections = Connections::new(vec![client.clone()], Vec::new());
+    let outcome = async {
+        // The end is fixed now: events appended while replaying belong to a follow.
+        let Some(end) = newest_event_id(&client, &key).await? else {
+            return Ok(());
+        };
+        let mut position = match args.from.as_deref() {
+            None | Some("0") => "0-0".to_owned(),
+            // "From now on" with nothing to follow: nothing to replay.
+            Some("$") => return Ok(()),
+            Some(id) => id.to_owned(),
+        };
+        let mut printed = 0u64;
+        loop {
+            let batch = REPLAY_BATCH.min(args.count.map_or(u64::MAX, |n| n - printed));
+            if batch == 0 {
+                return Ok(());
+            }
+            let entries = read_events(&client, &key, &position, None, Some(batch)).await?;
+            let Some(last) = entries.last().map(|entry| entry.id.clone()) else {
+                return Ok(()); // the stream was trimmed below `end` meanwhile
+            };
+            for entry in entries {
+                let past_end = stream_id_after(&entry.id, &end);
+                if past_end {
+                    return Ok(());
+                }
+                let event = StreamEvent::decode(entry.id, entry.fields);
+                if !print_line(ctx.json, &event) {
+                    return Ok(());
+                }
+                printed += 1;
+            }
+            if last == end || !stream_id_after(&end, &last) {
+                return Ok(());
+            }
+            position = last;
+        }
+    }
+    .await;
+    connections.close().await;
+    outcome.map_err(|error: bullmq_redis::RedisError| {
+        anyhow::Error::new(error)
+            .context(format!("cannot read the events of queue {:?}", args.queue))
+    })
+}
+
+/// Whether stream id `a` comes after `b` (`ms-seq`, compared numerically).
+fn stream_id_after(a: &str, b: &str) -> bool {
+    let parse = |id: &str| {
+        let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+        (
+            ms.parse::<u64>().unwrap_or(0),
+            seq.parse::<u64>().unwrap_or(0),
+        )
+    };
+    parse(a) > parse(b)
+}
+
+/// Prints one event line; false when stdout is closed (e.g. `| head`), a normal way to stop.
+fn print_line(json: bool, event: &StreamEvent) -> bool {
+    let line = if json {
+        json_line(event).to_string()
+    } else {
+        text_line(event)
+    };
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{line}")
+        .and_then(|()| stdout.flush())
+        .is_ok()
 }
 
 /// Prints events until the count is reached, Ctrl-C, or stdout is closed.
@@ -73,16 +199,7 @@ async fn print_events(
         let Some(event) = event else {
             anyhow::bail!("the event stream ended unexpectedly");
         };
-        let line = if json {
-            json_line(&event).to_string()
-        } else {
-            text_line(&event)
-        };
-        let mut stdout = std::io::stdout().lock();
-        if writeln!(stdout, "{line}")
-            .and_then(|()| stdout.flush())
-            .is_err()
-        {
+        if !print_line(json, &event) {
             // The reader of our output went away (e.g. `| head`): a normal way to stop.
             return Ok(());
         }
@@ -154,6 +271,14 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
         )
+    }
+
+    #[test]
+    fn stream_ids_compare_numerically() {
+        assert!(stream_id_after("10-0", "9-5"));
+        assert!(stream_id_after("9-10", "9-9"));
+        assert!(!stream_id_after("9-9", "9-9"));
+        assert!(!stream_id_after("9-1", "10-0"));
     }
 
     #[test]

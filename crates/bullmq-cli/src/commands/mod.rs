@@ -24,8 +24,7 @@ use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 /// Opens `name` on the configured Redis and prefix. `read_only` skips writing the queue's
 /// `meta` (which a Node `Queue` writes when it opens), so inspecting never creates keys.
 pub(crate) async fn open_queue(ctx: &Context, name: &str, read_only: bool) -> Result<Queue> {
-    let config = ConnectionConfig::from_url(&ctx.redis_url)
-        .with_context(|| format!("bad --redis-url {}", ctx.redis_url))?;
+    let config = connection_config(ctx)?;
     let target = config.target();
     let options = QueueOptions::new(config)
         .prefix(ctx.prefix.clone())
@@ -33,4 +32,50 @@ pub(crate) async fn open_queue(ctx: &Context, name: &str, read_only: bool) -> Re
     Queue::new(name, options)
         .await
         .with_context(|| format!("cannot open queue {name:?} on Redis at {target}"))
+}
+
+/// The connection of `--redis-url` / `REDIS_URL`.
+///
+/// # Errors
+///
+/// A bad URL, quoted without its password.
+pub(crate) fn connection_config(ctx: &Context) -> Result<ConnectionConfig> {
+    ConnectionConfig::from_url(&ctx.redis_url)
+        .with_context(|| format!("bad --redis-url {}", redact_password(&ctx.redis_url)))
+}
+
+/// `url` with the password of its `user:password@` part replaced by `***`, for messages.
+pub(crate) fn redact_password(url: &str) -> String {
+    let authority_start = url.find("://").map_or(0, |i| i + 3);
+    let rest = &url[authority_start..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    let Some(colon) = rest[..at].find(':') else {
+        return url.to_owned();
+    };
+    format!(
+        "{}{}:***{}",
+        &url[..authority_start],
+        &rest[..colon],
+        &rest[at..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_password;
+
+    #[test]
+    fn passwords_are_redacted_from_urls() {
+        assert_eq!(
+            redact_password("redis://u:secret@h:1/2"),
+            "redis://u:***@h:1/2"
+        );
+        assert_eq!(redact_password("http://:secret@h"), "http://:***@h");
+        assert_eq!(redact_password("u:secret@h:1"), "u:***@h:1");
+        assert_eq!(redact_password("redis://h:1"), "redis://h:1");
+        assert_eq!(redact_password("redis://user@h:1"), "redis://user@h:1");
+    }
 }

@@ -119,7 +119,9 @@ pub async fn get_state(client: &Client, keys: &QueueKeys, job_id: &str) -> Resul
         .map_err(|_| unexpected(GET_STATE.name(), format!("unknown state {name:?}")))
 }
 
-/// The raw job hash (empty when the job does not exist).
+/// The raw job hash as bytes, field by field (empty when the job does not exist). Bytes, not
+/// strings: another client may have written binary values, which must be reported by field
+/// (see [`bullmq_protocol::job_record::text_fields`]) rather than fail the whole reply.
 ///
 /// # Errors
 ///
@@ -128,8 +130,15 @@ pub async fn get_job_hash(
     client: &Client,
     keys: &QueueKeys,
     job_id: &str,
-) -> Result<HashMap<String, String>> {
-    Ok(client.hgetall(keys.job(job_id)).await?)
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let reply: fred::types::Value = client.hgetall(keys.job(job_id)).await?;
+    let mut values = reply.into_array().into_iter();
+    let mut pairs = Vec::with_capacity(values.len() / 2);
+    while let (Some(name), Some(value)) = (values.next(), values.next()) {
+        let bytes = |v: fred::types::Value| v.into_owned_bytes().unwrap_or_default();
+        pairs.push((bytes(name), bytes(value)));
+    }
+    Ok(pairs)
 }
 
 /// Log lines of a job for positions `start..=end` (`-1` = last), oldest first when `ascending`,

@@ -30,7 +30,21 @@
 //! restart of the actor under a supervisor resumes after the last delivered id: no event is
 //! skipped, none is delivered twice. Events trimmed from the stream (`MAXLEN`) while nobody
 //! read are gone, as with Node.
+//!
+//! # Connection errors
+//!
+//! Starting ([`QueueEventsHandle::start`], [`Runtime::start_queue_events`]) connects once
+//! first, so an unreachable server fails the start with
+//! [`RedisError::Connect`](bullmq_redis::RedisError::Connect), as [`Queue::new`] and a
+//! Worker's start do. Once running, the reader retries failed reads with backoff and reports
+//! each outage once: a [`ConnectionEvent`] to the callback of
+//! [`QueueEventsArgs::on_connection`], and the `bullmq.connection.lost` /
+//! `bullmq.connection.restored` telemetry events.
+//!
+//! [`Runtime::start_queue_events`]: crate::supervision::Runtime::start_queue_events
+//! [`Queue::new`]: crate::Queue::new
 
+mod connection;
 mod error;
 mod handler;
 mod options;
@@ -41,10 +55,12 @@ mod shared;
 mod subscribers;
 
 pub use bullmq_redis::events::DEFAULT_MAX_EVENTS;
+pub use connection::ConnectionEvent;
 pub use error::QueueEventsError;
 pub use handler::QueueEventsHandler;
 pub use options::{QueueEventsOptions, DEFAULT_SUBSCRIBER_BUFFER};
 pub use producer::QueueEventsProducer;
+pub(crate) use queue_events::probe_connection;
 pub use queue_events::{
     QueueEvents, QueueEventsHandle, QueueEventsMsg, QueueEventsState, ReadBatch,
 };

@@ -26,6 +26,9 @@ use super::error::QueueEventsError;
 pub struct QueueEventsProducer {
     client: Client,
     key: String,
+    /// The connection [`QueueEventsProducer::connect`] opened, closed by `close` or when the
+    /// last clone is dropped.
+    owned: Option<std::sync::Arc<bullmq_redis::Connections>>,
 }
 
 impl QueueEventsProducer {
@@ -40,10 +43,13 @@ impl QueueEventsProducer {
         prefix: Option<&str>,
     ) -> Result<Self, QueueEventsError> {
         let client = connection.connect(None).await?;
-        Ok(Self::from_client(
+        let owned = bullmq_redis::Connections::new(vec![client.clone()], Vec::new());
+        let mut producer = Self::from_client(
             client,
             &QueueKeys::new(prefix.unwrap_or(DEFAULT_PREFIX), queue),
-        ))
+        );
+        producer.owned = Some(std::sync::Arc::new(owned));
+        Ok(producer)
     }
 
     /// A producer on an existing client (shared with other users of the client).
@@ -51,6 +57,7 @@ impl QueueEventsProducer {
         Self {
             client,
             key: format!("{}events", keys.base()),
+            owned: None,
         }
     }
 
@@ -77,9 +84,11 @@ impl QueueEventsProducer {
         Ok(publish_event(&self.client, &self.key, entry, max_events).await?)
     }
 
-    /// Closes the connection.
+    /// Closes the connection (also a client given to [`QueueEventsProducer::from_client`]).
     pub async fn close(self) {
-        if let Err(error) = self.client.quit().await {
+        if let Some(owned) = &self.owned {
+            owned.close().await;
+        } else if let Err(error) = self.client.quit().await {
             tracing::debug!(%error, "closing the QueueEventsProducer connection failed");
         }
     }

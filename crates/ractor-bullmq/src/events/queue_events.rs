@@ -166,6 +166,18 @@ impl Actor for QueueEvents {
 // Helpers of the actor
 // ---------------------------------------------------------------------------------------------
 
+/// Connects once and closes again: an unreachable server fails a start with
+/// [`RedisError::Connect`](bullmq_redis::RedisError::Connect), as `Queue::new` and a Worker's
+/// start do, instead of a reader retrying in the background from the first attempt. The
+/// reader opens its own connection (it must be able to reconnect on its own anyway).
+pub(crate) async fn probe_connection(options: &QueueEventsOptions) -> Result<(), QueueEventsError> {
+    let client = options.connection.connect(None).await?;
+    bullmq_redis::Connections::new(vec![client], Vec::new())
+        .close()
+        .await;
+    Ok(())
+}
+
 fn start_reading(myself: &ActorRef<QueueEventsMsg>, state: &mut QueueEventsState) {
     let options = &state.args.options;
     let keys = QueueKeys::new(options.prefix.clone(), options.queue.clone());
@@ -175,11 +187,12 @@ fn start_reading(myself: &ActorRef<QueueEventsMsg>, state: &mut QueueEventsState
         key: options.events_key(),
         block_timeout: options.block_timeout,
         subscriber_buffer: options.subscriber_buffer,
+        queue: options.queue.clone(),
     };
     state.args.shared.set_running();
     state.reader = Some(spawn_reader(
         settings,
-        state.args.shared.cursor().clone(),
+        state.args.shared.clone(),
         myself.clone(),
     ));
 }
@@ -253,12 +266,15 @@ pub struct QueueEventsHandle {
 }
 
 impl QueueEventsHandle {
-    /// Spawns a QueueEvents (unlinked) and returns its handle.
+    /// Spawns a QueueEvents (unlinked) and returns its handle. Connects once first, so an
+    /// unreachable server fails here rather than in the background.
     ///
     /// # Errors
     ///
-    /// [`QueueEventsError::InvalidOption`] for bad options, [`QueueEventsError::Spawn`] when the
-    /// actor cannot start (e.g. its name is taken).
+    /// [`QueueEventsError::InvalidOption`] for bad options, [`QueueEventsError::Redis`] with
+    /// [`RedisError::Connect`](bullmq_redis::RedisError::Connect) when Redis cannot be reached
+    /// within the connect timeout (as [`Queue::new`](crate::Queue::new)),
+    /// [`QueueEventsError::Spawn`] when the actor cannot start (e.g. its name is taken).
     pub async fn start(options: QueueEventsOptions) -> Result<Self, QueueEventsError> {
         Self::spawn(QueueEventsArgs::new(options)?).await
     }
@@ -275,12 +291,15 @@ impl QueueEventsHandle {
         Self::spawn(QueueEventsArgs::with_handler(options, handler)?).await
     }
 
-    /// Spawns a QueueEvents from prepared arguments.
+    /// Spawns a QueueEvents from prepared arguments (connecting once first, as
+    /// [`start`](Self::start)).
     ///
     /// # Errors
     ///
-    /// [`QueueEventsError::Spawn`] when the actor cannot start.
+    /// [`QueueEventsError::Redis`] when Redis cannot be reached, [`QueueEventsError::Spawn`]
+    /// when the actor cannot start.
     pub async fn spawn(args: QueueEventsArgs) -> Result<Self, QueueEventsError> {
+        probe_connection(&args.options).await?;
         let name = args.options.name.clone();
         Actor::spawn(name, QueueEvents, args.clone())
             .await
@@ -294,12 +313,14 @@ impl QueueEventsHandle {
     ///
     /// # Errors
     ///
-    /// [`QueueEventsError::Spawn`] when the supervisor cannot start it.
+    /// [`QueueEventsError::Redis`] when Redis cannot be reached, [`QueueEventsError::Spawn`]
+    /// when the supervisor cannot start it.
     pub async fn start_supervised(
         runtime: &Runtime,
         id: impl Into<String>,
         args: QueueEventsArgs,
     ) -> Result<Self, QueueEventsError> {
+        probe_connection(&args.options).await?;
         runtime
             .start_child_under(Branch::QueueEvents, args.child_spec(id))
             .await

@@ -5,7 +5,8 @@
 //! flight: a slow actor slows the reads instead of piling batches up) and advances its position
 //! only once the actor has delivered the batch. Errors (connection lost, Redis restarting) are
 //! retried with exponential backoff from the same position, so nothing is skipped and nothing
-//! is read twice; fred reconnects the client underneath.
+//! is read twice; fred reconnects the client underneath. Each outage is reported once (see
+//! [`ConnectionReporter`]), not once per retry.
 //!
 //! The task ends when the actor is gone (its call fails) or when its [`ReaderGuard`] is shut
 //! down or dropped. Stopping is a cancellation, not an abort, so a connection still being
@@ -16,14 +17,16 @@ use std::time::Duration;
 
 use bullmq_protocol::events::StreamEvent;
 use bullmq_redis::events::{close_blocked_client, newest_event_id, read_events};
-use bullmq_redis::fred::prelude::{Client, ClientLike};
+use bullmq_redis::fred::prelude::{Client, ClientLike, EventInterface};
 use bullmq_redis::ConnectionConfig;
 use ractor::rpc::CallResult;
 use ractor::ActorRef;
+use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use super::connection::ConnectionReporter;
 use super::queue_events::{QueueEventsMsg, ReadBatch};
-use super::shared::Cursor;
+use super::shared::{Cursor, QueueEventsShared};
 
 /// Most entries asked for per `XREAD` (`COUNT`); a replay of a long stream comes in batches.
 /// Capped further by the subscriber buffer, so one batch alone never overflows a subscriber
@@ -44,6 +47,8 @@ pub(crate) struct ReaderSettings {
     pub(crate) key: String,
     pub(crate) block_timeout: Duration,
     pub(crate) subscriber_buffer: usize,
+    /// The queue's name, for reports.
+    pub(crate) queue: String,
 }
 
 /// The connection of the read task, once it is established; `None` before, and after
@@ -95,17 +100,20 @@ fn lock(slot: &ClientSlot) -> MutexGuard<'_, Option<Client>> {
 /// Starts the read loop for `actor` from the position in `cursor`.
 pub(crate) fn spawn_reader(
     settings: ReaderSettings,
-    cursor: Cursor,
+    shared: QueueEventsShared,
     actor: ActorRef<QueueEventsMsg>,
 ) -> ReaderGuard {
     let cancel = CancellationToken::new();
     let client: ClientSlot = Arc::new(Mutex::new(None));
+    let cursor = shared.cursor().clone();
+    let reporter = ConnectionReporter::new(settings.queue.clone(), shared);
     tokio::spawn(read_loop(
         settings,
         cursor,
         actor,
         Arc::clone(&client),
         cancel.clone(),
+        reporter,
     ));
     ReaderGuard { cancel, client }
 }
@@ -140,6 +148,7 @@ async fn connect(
     slot: &ClientSlot,
     cancel: &CancellationToken,
     backoff: &mut Backoff,
+    reporter: &mut ConnectionReporter,
 ) -> Option<Client> {
     loop {
         if cancel.is_cancelled() {
@@ -165,7 +174,7 @@ async fn connect(
                 return Some(client);
             }
             Err(error) => {
-                tracing::warn!(%error, key = %settings.key, "QueueEvents cannot connect; retrying");
+                reporter.failed("QueueEvents cannot connect", &error);
                 if !backoff.wait(cancel).await {
                     return None;
                 }
@@ -180,13 +189,17 @@ async fn read_loop(
     actor: ActorRef<QueueEventsMsg>,
     slot: ClientSlot,
     cancel: CancellationToken,
+    mut reporter: ConnectionReporter,
 ) {
     let mut backoff = Backoff::new();
-    let Some(client) = connect(&settings, &slot, &cancel, &mut backoff).await else {
+    let Some(client) = connect(&settings, &slot, &cancel, &mut backoff, &mut reporter).await else {
         return;
     };
     backoff.reset();
+    reporter.succeeded();
 
+    let mut errors = client.error_rx();
+    let mut errors_open = true;
     let read_count = u64::try_from(settings.subscriber_buffer)
         .unwrap_or(MAX_READ_COUNT)
         .clamp(1, MAX_READ_COUNT);
@@ -201,7 +214,7 @@ async fn read_loop(
                     cursor.pin_start(&position);
                 }
                 Err(error) => {
-                    tracing::warn!(%error, key = %settings.key, "QueueEvents cannot read the stream; retrying");
+                    reporter.failed("QueueEvents cannot read the stream", &error);
                     if !backoff.wait(&cancel).await {
                         return;
                     }
@@ -209,19 +222,31 @@ async fn read_loop(
                 }
             }
         }
-        let read = tokio::time::timeout(
-            settings.block_timeout.saturating_add(READ_GRACE),
-            read_events(
-                &client,
-                &settings.key,
-                &position,
-                Some(settings.block_timeout),
-                Some(read_count),
-            ),
-        );
-        let read = tokio::select! {
-            () = cancel.cancelled() => return,
-            read = read => read,
+        let read = {
+            let read = tokio::time::timeout(
+                settings.block_timeout.saturating_add(READ_GRACE),
+                read_events(
+                    &client,
+                    &settings.key,
+                    &position,
+                    Some(settings.block_timeout),
+                    Some(read_count),
+                ),
+            );
+            tokio::pin!(read);
+            // The client queues a read while it reconnects, so a dropped connection shows as its
+            // error events first, long before the read gives up: report the outage from those.
+            loop {
+                tokio::select! {
+                    () = cancel.cancelled() => return,
+                    read = &mut read => break read,
+                    lost = errors.recv(), if errors_open => match lost {
+                        Ok((error, _server)) => reporter.failed("QueueEvents connection lost", &error),
+                        Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => errors_open = false,
+                    },
+                }
+            }
         };
         let entries = match read {
             Ok(Ok(entries)) => entries,
@@ -229,14 +254,17 @@ async fn read_loop(
                 if cancel.is_cancelled() {
                     return; // the stopper closed the connection under the read
                 }
-                tracing::warn!(%error, key = %settings.key, after = %position, "QueueEvents read failed; retrying");
+                reporter.failed("QueueEvents read failed", &error);
                 if !backoff.wait(&cancel).await {
                     return;
                 }
                 continue;
             }
             Err(_) => {
-                tracing::warn!(key = %settings.key, "QueueEvents read did not return in time; reconnecting");
+                reporter.failed(
+                    "QueueEvents read did not return in time; reconnecting",
+                    &format_args!("no reply within {:?}", settings.block_timeout + READ_GRACE),
+                );
                 if let Err(error) = client.force_reconnection().await {
                     tracing::warn!(%error, "QueueEvents reconnect failed");
                 }
@@ -247,6 +275,7 @@ async fn read_loop(
             }
         };
         backoff.reset();
+        reporter.succeeded();
         let Some(last) = entries.last().map(|entry| entry.id.clone()) else {
             continue; // block timed out
         };

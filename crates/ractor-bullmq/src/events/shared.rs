@@ -11,6 +11,7 @@ use ractor::{Actor, ActorRef};
 
 use crate::supervision::{ChildSpec, Restart};
 
+use super::connection::{ConnectionCallback, ConnectionEvent};
 use super::error::QueueEventsError;
 use super::handler::{DynHandler, QueueEventsHandler, Threaded};
 use super::options::QueueEventsOptions;
@@ -69,6 +70,19 @@ impl QueueEventsArgs {
         .restart(Restart::Transient)
     }
 
+    /// Calls `callback` with every [`ConnectionEvent`] of the running reader: once when an
+    /// outage starts (reads fail; the reader retries with backoff) and once when it ends. It
+    /// runs on the reader task: keep it short. Replaces an earlier callback; kept across
+    /// restarts.
+    #[must_use]
+    pub fn on_connection(
+        self,
+        callback: impl Fn(&ConnectionEvent) + Send + Sync + 'static,
+    ) -> Self {
+        *lock(&self.shared.inner.on_connection) = Some(Arc::new(callback));
+        self
+    }
+
     /// The options.
     pub fn options(&self) -> &QueueEventsOptions {
         &self.options
@@ -106,6 +120,7 @@ struct Inner {
     /// `close` was called: nothing may start reading again.
     closed: AtomicBool,
     actor: Mutex<Option<ActorRef<QueueEventsMsg>>>,
+    on_connection: Mutex<Option<ConnectionCallback>>,
 }
 
 impl QueueEventsShared {
@@ -120,6 +135,7 @@ impl QueueEventsShared {
                 running: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 actor: Mutex::new(None),
+                on_connection: Mutex::new(None),
             }),
         }
     }
@@ -175,6 +191,14 @@ impl QueueEventsShared {
 
     pub(crate) fn handler(&self) -> &tokio::sync::Mutex<Option<Box<dyn DynHandler>>> {
         &self.inner.handler
+    }
+
+    /// Hands `event` to the [`QueueEventsArgs::on_connection`] callback, if any.
+    pub(crate) fn notify_connection(&self, event: &ConnectionEvent) {
+        let callback = lock(&self.inner.on_connection).clone();
+        if let Some(callback) = callback {
+            callback(event);
+        }
     }
 
     pub(crate) fn set_running(&self) {

@@ -29,7 +29,7 @@ use std::time::Duration;
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::JobOptions;
 use bullmq_protocol::state::JobState;
-use bullmq_redis::fred::prelude::{Client, ClientLike};
+use bullmq_redis::fred::prelude::Client;
 use bullmq_redis::queue::{self as scripts, ObliterateStep, RemoveOutcome};
 use serde::Serialize;
 use tracing::Instrument;
@@ -58,7 +58,9 @@ struct Inner {
     name: String,
     keys: QueueKeys,
     client: Client,
-    owns_client: bool,
+    /// The connection this handle opened ([`Queue::new`]): closed by [`Queue::close`] or when
+    /// the last clone is dropped. `None` for a shared client ([`Queue::with_client`]).
+    owned: Option<bullmq_redis::Connections>,
     options: QueueOptions,
 }
 
@@ -98,8 +100,9 @@ impl Queue {
             inner: Arc::new(Inner {
                 name,
                 keys,
+                owned: owns
+                    .then(|| bullmq_redis::Connections::new(vec![client.clone()], Vec::new())),
                 client,
-                owns_client: owns,
                 options,
             }),
         })
@@ -240,14 +243,19 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`QueueError::Decode`] naming the field when the job hash is corrupted;
-    /// [`QueueError::Redis`].
+    /// [`QueueError::Decode`] naming the job and the field when the job hash is corrupted
+    /// (including binary values that are not UTF-8); [`QueueError::Redis`].
     pub async fn get_job(&self, job_id: &str) -> Result<Option<Job>> {
         let (client, keys) = self.client_and_keys();
-        let fields = scripts::get_job_hash(client, keys, job_id).await?;
-        if fields.is_empty() {
+        let raw = scripts::get_job_hash(client, keys, job_id).await?;
+        if raw.is_empty() {
             return Ok(None);
         }
+        let fields =
+            bullmq_protocol::job_record::text_fields(raw).map_err(|source| QueueError::Decode {
+                job_id: job_id.to_owned(),
+                source,
+            })?;
         Job::decode(&self.inner.name, job_id, &fields).map(Some)
     }
 
@@ -504,17 +512,15 @@ impl Queue {
 
     /// Closes the connection when this handle opened it ([`Queue::new`]); a shared client
     /// ([`Queue::with_client`]) is left open. Other clones of this handle stop working too.
+    /// Without a `close`, the connection closes when the last clone is dropped.
     ///
     /// # Errors
     ///
-    /// [`QueueError::Redis`] when the connection does not close cleanly.
+    /// None today: closing is best effort and bounded (a server that went away cannot hold it
+    /// up); the `Result` leaves room for backends whose close can fail.
     pub async fn close(&self) -> Result<()> {
-        if self.inner.owns_client {
-            self.inner
-                .client
-                .quit()
-                .await
-                .map_err(bullmq_redis::RedisError::from)?;
+        if let Some(owned) = &self.inner.owned {
+            owned.close().await;
         }
         Ok(())
     }

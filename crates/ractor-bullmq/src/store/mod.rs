@@ -14,9 +14,11 @@
 mod redis;
 mod traced;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::sync::broadcast;
 
 pub use bullmq_redis::worker::{
     CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
@@ -35,6 +37,22 @@ pub enum StoreError {
     /// Another backend's failure, described.
     #[error("store failure: {0}")]
     Other(String),
+    /// The backend's connection dropped (or a reconnect failed); the client reconnects with
+    /// backoff and calls wait for it meanwhile. Reported by the Worker once per outage.
+    #[error("connection to the store lost (reconnecting with backoff): {0}")]
+    ConnectionLost(#[source] Arc<dyn std::error::Error + Send + Sync>),
+}
+
+/// A change of a store's connection, from [`Store::connection_changes`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ConnectionChange {
+    /// The connection dropped or a reconnect failed. A store may send it more than once per
+    /// outage ([`RedisStore`] sends it once, when the first of its connections drops); the
+    /// Worker reports only the first of an outage.
+    Lost(Arc<dyn std::error::Error + Send + Sync>),
+    /// The connection works again.
+    Restored,
 }
 
 /// Result alias of [`Store`] calls.
@@ -86,7 +104,16 @@ pub trait Store: Send + Sync + 'static {
     /// Replaces the job's data.
     async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> StoreResult<()>;
 
-    /// Releases connections; later calls fail.
+    /// Changes of the backend's connection, for the Worker to report an outage even while its
+    /// calls just wait for the reconnect (a Redis client queues commands meanwhile, so no call
+    /// fails during a short outage). `None` (the default) when the backend has no connection
+    /// to watch.
+    fn connection_changes(&self) -> Option<broadcast::Receiver<ConnectionChange>> {
+        None
+    }
+
+    /// Releases connections; later calls fail. Must be idempotent: a Worker calls it when it
+    /// stops, and again (from a spawned task) when its state is dropped without `post_stop`.
     async fn close(&self);
 
     /// Moves one active job to `delayed` for `delay` without counting an attempt (Node's

@@ -1,26 +1,31 @@
 //! [`RedisStore`]: the [`Store`] over `bullmq-redis`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_protocol::keys::QueueKeys;
-use bullmq_redis::fred::interfaces::ClientInterface;
-use bullmq_redis::fred::prelude::{Client, ClientLike};
-use bullmq_redis::fred::types::ClientUnblockFlag;
+use bullmq_redis::fred::prelude::{Client, EventInterface};
 use bullmq_redis::worker::{self as calls, WorkerKeys};
-use bullmq_redis::ConnectionConfig;
+use bullmq_redis::{ConnectionConfig, Connections};
+use tokio::sync::broadcast;
 
 use super::{
-    now_ms, FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError,
-    StoreResult,
+    now_ms, ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store,
+    StoreError, StoreResult,
 };
 
 /// A [`Store`] on Redis: one command connection and one blocking connection (named so Node's
 /// `queue.getWorkers()` lists it).
+///
+/// Clones share the connections. They close on [`Store::close`] or, failing that, when the
+/// last clone is dropped (a Worker killed or crashed without `post_stop` still releases them).
 #[derive(Clone)]
 pub struct RedisStore {
     client: Client,
     blocking: Client,
+    connections: Arc<Connections>,
+    changes: broadcast::Sender<ConnectionChange>,
     keys: WorkerKeys,
     metrics_max_points: u32,
 }
@@ -36,7 +41,8 @@ impl std::fmt::Debug for RedisStore {
 impl RedisStore {
     /// Connects the two connections of one worker of `queue` under `prefix`. The blocking
     /// connection is named `{prefix}:{base64(queue)}:w:{worker_name}` (or without the `:w:`
-    /// part when unnamed), as Node names worker connections.
+    /// part when unnamed), as Node names worker connections; the command connection
+    /// `{prefix}:{base64(queue)}:wc[:{worker_name}]`, which Node's lookups ignore.
     ///
     /// # Errors
     ///
@@ -49,15 +55,27 @@ impl RedisStore {
     ) -> StoreResult<Self> {
         let keys = QueueKeys::new(prefix, queue);
         let name = keys.worker_client_name(worker_name);
-        let client = config.connect(None).await?;
+        let client = config
+            .connect(Some(keys.worker_command_client_name(worker_name)))
+            .await?;
         let blocking = match config.connect(Some(name)).await {
             Ok(blocking) => blocking,
             Err(error) => {
-                let _ = client.quit().await;
+                Connections::new(vec![client], Vec::new()).close().await;
                 return Err(error.into());
             }
         };
+        let (changes, _) = broadcast::channel(16);
+        let down = Arc::new(std::sync::Mutex::new([false; 2]));
+        for (index, watched) in [&client, &blocking].into_iter().enumerate() {
+            watch_connection(watched, index, &down, &changes);
+        }
         Ok(Self {
+            connections: Arc::new(Connections::new(
+                vec![client.clone()],
+                vec![blocking.clone()],
+            )),
+            changes,
             client,
             blocking,
             keys: WorkerKeys::new(keys),
@@ -76,6 +94,46 @@ impl RedisStore {
     pub fn keys(&self) -> &QueueKeys {
         self.keys.queue()
     }
+}
+
+/// Which of the store's connections (command, blocking) are down.
+type Down = Arc<std::sync::Mutex<[bool; 2]>>;
+
+/// Forwards connection `index`'s errors and reconnects to `changes`, as transitions of the
+/// store as a whole: `Lost` when the first connection goes down (not on every failed
+/// reconnect attempt, nor again for the second one), `Restored` when the last one is back.
+/// The listeners end when the client is closed.
+fn watch_connection(
+    client: &Client,
+    index: usize,
+    down: &Down,
+    changes: &broadcast::Sender<ConnectionChange>,
+) {
+    let mark = |down: &Down, index: usize, is_down: bool| {
+        let mut flags = match down.lock() {
+            Ok(flags) => flags,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let was_up = !flags.iter().any(|d| *d);
+        flags[index] = is_down;
+        let is_up = !flags.iter().any(|d| *d);
+        (was_up, is_up)
+    };
+    let (lost_down, lost) = (down.clone(), changes.clone());
+    client.on_error(move |(error, _server)| {
+        if let (true, false) = mark(&lost_down, index, true) {
+            // No receiver (no Worker yet, or it stopped) is fine: nobody to tell.
+            let _ = lost.send(ConnectionChange::Lost(Arc::new(error)));
+        }
+        async { Ok(()) }
+    });
+    let (restored_down, restored) = (down.clone(), changes.clone());
+    client.on_reconnect(move |_server| {
+        if let (false, true) = mark(&restored_down, index, false) {
+            let _ = restored.send(ConnectionChange::Restored);
+        }
+        async { Ok(()) }
+    });
 }
 
 #[async_trait]
@@ -152,12 +210,12 @@ impl Store for RedisStore {
         Ok(())
     }
 
+    fn connection_changes(&self) -> Option<broadcast::Receiver<ConnectionChange>> {
+        Some(self.changes.subscribe())
+    }
+
     async fn close(&self) {
-        // A BZPOPMIN in flight would hold QUIT back until its timeout: interrupt it first
-        // (through fred's side connection). Errors only mean nothing was blocked.
-        let unblock = self.blocking.unblock_self(Some(ClientUnblockFlag::Timeout));
-        let _ = tokio::time::timeout(Duration::from_secs(2), unblock).await;
-        let _ = self.blocking.quit().await;
-        let _ = self.client.quit().await;
+        // Interrupts a BZPOPMIN in flight first (a QUIT would wait for its timeout); idempotent.
+        self.connections.close().await;
     }
 }

@@ -178,6 +178,12 @@ impl<S: Store> Store for Traced<S> {
         .await
     }
 
+    fn connection_changes(
+        &self,
+    ) -> Option<tokio::sync::broadcast::Receiver<super::ConnectionChange>> {
+        self.0.connection_changes()
+    }
+
     async fn close(&self) {
         self.0.close().await;
     }

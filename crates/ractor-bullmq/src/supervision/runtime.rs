@@ -338,12 +338,13 @@ impl Runtime {
     }
 
     /// Starts a QueueEvents reader under the QueueEventsSupervisor (child id `<queue>/<n>`):
-    /// restarted when it crashes, resuming after the last delivered event id.
+    /// restarted when it crashes, resuming after the last delivered event id. Connects once
+    /// first, so an unreachable server fails the start as it does for a Worker.
     ///
     /// # Errors
     ///
-    /// [`SupervisionError::InvalidOption`] for bad options, [`SupervisionError::StartFailed`],
-    /// [`SupervisionError::NotRunning`].
+    /// [`SupervisionError::InvalidOption`] for bad options, [`SupervisionError::StartFailed`]
+    /// (also when Redis cannot be reached), [`SupervisionError::NotRunning`].
     pub async fn start_queue_events(
         &self,
         options: QueueEventsOptions,
@@ -368,6 +369,12 @@ impl Runtime {
             args.options().queue,
             self.next_id.fetch_add(1, Ordering::Relaxed)
         );
+        crate::events::probe_connection(args.options())
+            .await
+            .map_err(|error| SupervisionError::StartFailed {
+                id: id.clone(),
+                reason: error.to_string(),
+            })?;
         self.start_child_under(Branch::QueueEvents, args.child_spec(id))
             .await?;
         let handle = QueueEventsHandle::from_args(&args);

@@ -268,3 +268,18 @@ pub fn rate_limit_hit(queue: &str, worker: &str, delay: Duration) {
         delay_ms = millis(delay), "rate limit hit");
     recorder::rate_limited(queue);
 }
+
+/// `component` (`worker`, `queue_events`) of `queue` lost its connection to the backend and
+/// retries with backoff (`bullmq.connection.lost` with `component`, `error`). Reported once per
+/// outage, however many retries fail during it.
+pub fn connection_lost(queue: &str, component: &str, error: &dyn std::fmt::Display) {
+    tracing::event!(target: TARGET, Level::WARN, event = ev::CONNECTION_LOST, queue, component,
+        error = %error, "connection lost; retrying with backoff");
+}
+
+/// `component` of `queue` works again after an outage of `downtime`
+/// (`bullmq.connection.restored` with `component`, `downtime_ms`).
+pub fn connection_restored(queue: &str, component: &str, downtime: Duration) {
+    tracing::event!(target: TARGET, Level::INFO, event = ev::CONNECTION_RESTORED, queue,
+        component, downtime_ms = millis(downtime), "connection restored");
+}

@@ -50,6 +50,8 @@
 //! | `bullmq.queue.drained` | DEBUG | — | [`queue_drained`] | — |
 //! | `bullmq.rate_limit.hit` | INFO | `delay_ms`, `worker` | [`rate_limit_hit`] | `bullmq_rate_limit_hits_total` |
 //! | `bullmq.job.finish_refused` | WARN | `worker`, `job.id`, `error` | [`finish_refused`] | — |
+//! | `bullmq.connection.lost` | WARN | `component` (`worker` \| `queue_events`), `error` | [`connection_lost`], once per outage | — |
+//! | `bullmq.connection.restored` | INFO | `component`, `downtime_ms` | [`connection_restored`] | — |
 //!
 //! A Worker's finish path can report completed / failed / retried / rate-limited in one call
 //! with [`job_finished`], from the `FinishAction` it records.
@@ -115,9 +117,10 @@ pub mod otel;
 pub mod testing;
 
 pub use events::{
-    finish_refused, job_added, job_completed, job_failed, job_progress, job_retried, job_started,
-    queue_drained, queue_paused, queue_resumed, rate_limit_hit, stalled_check, wait_time,
-    worker_started, worker_stopped, ActiveJob, JobTelemetry,
+    connection_lost, connection_restored, finish_refused, job_added, job_completed, job_failed,
+    job_progress, job_retried, job_started, queue_drained, queue_paused, queue_resumed,
+    rate_limit_hit, stalled_check, wait_time, worker_started, worker_stopped, ActiveJob,
+    JobTelemetry,
 };
 pub use finish::job_finished;
 pub use names::{event_names, metric_names, span_names, TARGET};

@@ -48,8 +48,13 @@ pub mod event_names {
     /// The store refused to record how a job ended.
     pub const JOB_FINISH_REFUSED: &str = "bullmq.job.finish_refused";
 
+    /// A connection to the backend was lost (once per outage, not per retry).
+    pub const CONNECTION_LOST: &str = "bullmq.connection.lost";
+    /// A lost connection works again.
+    pub const CONNECTION_RESTORED: &str = "bullmq.connection.restored";
+
     /// Every event name, in catalogue order.
-    pub const ALL: [&str; 14] = [
+    pub const ALL: [&str; 16] = [
         JOB_ADDED,
         JOB_STARTED,
         JOB_COMPLETED,
@@ -64,6 +69,8 @@ pub mod event_names {
         QUEUE_DRAINED,
         RATE_LIMIT_HIT,
         JOB_FINISH_REFUSED,
+        CONNECTION_LOST,
+        CONNECTION_RESTORED,
     ];
 }
 

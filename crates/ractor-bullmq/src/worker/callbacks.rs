@@ -90,6 +90,8 @@ impl WorkerCallbacks {
     }
 
     /// The worker hit an error it recovers from by itself (Node `error`), e.g. Redis down.
+    /// Store trouble is reported once per outage (a dropped connection or the first failed
+    /// call), not once per retry; the next report comes after a success.
     #[must_use]
     pub fn on_error(mut self, f: impl Fn(&WorkerError) + Send + Sync + 'static) -> Self {
         self.error = Some(Arc::new(f));

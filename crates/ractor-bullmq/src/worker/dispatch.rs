@@ -226,7 +226,7 @@ impl WorkerState {
             .min(MAX_ERROR_BACKOFF);
         self.cooldown_until = Some(Instant::now() + backoff);
         self.schedule_pump(myself, backoff);
-        self.callbacks.error(&WorkerError::Store(error));
+        self.report_store_error(error);
     }
 
     pub(super) async fn handle_internal(
@@ -249,6 +249,7 @@ impl WorkerState {
                 match result {
                     Ok(fetched) => {
                         self.error_streak = 0;
+                        self.store_recovered();
                         let ids = self.accept_fetched(myself, fetched, requested).await;
                         if let Some(reply) = reply {
                             let _ = reply.send(ids.into_iter().next());
@@ -271,6 +272,7 @@ impl WorkerState {
                 match result {
                     Ok(reply) => {
                         self.error_streak = 0;
+                        self.store_recovered();
                         let fetched = self.settle_batch(batch, reply);
                         if requested > 0 {
                             self.accept_fetched(myself, fetched, requested).await;
@@ -305,7 +307,8 @@ impl WorkerState {
                     self.callbacks.lock_renewal_failed(&lost);
                 }
             }
-            InternalMsg::StoreError(error) => self.callbacks.error(&WorkerError::Store(error)),
+            InternalMsg::StoreError(error) => self.report_store_error(error),
+            InternalMsg::Connection(change) => self.on_connection_change(change),
             InternalMsg::Woken(result) => {
                 tracing::trace!(?result, "woken");
                 self.waiting = None;

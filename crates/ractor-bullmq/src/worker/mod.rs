@@ -28,6 +28,7 @@ mod context;
 mod dispatch;
 mod errors;
 mod handle;
+mod health;
 mod job_actor;
 mod job_runner;
 mod lock_manager;

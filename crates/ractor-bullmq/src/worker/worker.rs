@@ -110,6 +110,8 @@ pub(super) enum InternalMsg {
     Woken(StoreResult<bool>),
     StalledTick,
     StalledDone(StoreResult<StalledReport>),
+    /// The store's connection dropped or came back (see `health.rs`).
+    Connection(crate::store::ConnectionChange),
 }
 
 pub(super) fn internal(msg: InternalMsg) -> WorkerMsg {
@@ -241,6 +243,35 @@ pub struct WorkerState {
     /// prefix, which is unique per worker.
     pub(super) label: Arc<str>,
     pub(super) started_at: Instant,
+    /// `post_stop` closed the store; otherwise dropping the state closes it.
+    pub(super) store_closed: bool,
+    /// Store trouble, reported once per outage (see `health.rs`).
+    pub(super) outage: crate::outage::Outage,
+}
+
+impl Drop for WorkerState {
+    /// Reached however the Worker ends, also when ractor skips `post_stop` (a handler error, a
+    /// panic, a kill, a linked LockManager crash): the marker wait and the timers must not
+    /// outlive the Worker, and neither may its connections, whose blocking one keeps the
+    /// worker's name (Node's `getWorkers()` would list a dead worker). Other holders of the
+    /// store (a fetch still in flight) see their calls fail.
+    fn drop(&mut self) {
+        for timer in self.timers.drain(..) {
+            timer.abort();
+        }
+        if let Some(waiting) = self.waiting.take() {
+            waiting.abort();
+        }
+        if let Some(lm) = self.lock_manager.take() {
+            lm.stop(None);
+        }
+        if !self.store_closed {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let store = self.store.clone();
+                runtime.spawn(async move { store.close().await });
+            }
+        }
+    }
 }
 
 /// The Worker actor: consumes one queue with `concurrency` slots. Spawn it with [`Worker::spawn`], or link it
@@ -290,6 +321,8 @@ impl Actor for Worker {
             Some(lm)
         };
         let mut timers = Vec::new();
+        // Aborted with the timers when the Worker ends.
+        timers.extend(super::health::watch_store(&*args.store, myself.clone()));
         if !opts.skip_stalled_check {
             myself.cast(internal(InternalMsg::StalledTick))?;
             timers.push(
@@ -337,6 +370,8 @@ impl Actor for Worker {
             flush_now: false,
             label,
             started_at: Instant::now(),
+            store_closed: false,
+            outage: crate::outage::Outage::default(),
             opts,
         })
     }
@@ -355,11 +390,11 @@ impl Actor for Worker {
         if let Some(lm) = state.lock_manager.take() {
             lm.stop(None);
         }
-        // A graceful close has closed the store already; a crashed or stopped Worker has not,
-        // and its connections would outlive it (its supervisor's restart opens new ones).
-        if state.closing.is_none() {
-            state.store.close().await;
-        }
+        // A graceful close has closed the store already (closing again is a no-op); a Worker
+        // stopped otherwise has not, and its connections would outlive it (its supervisor's
+        // restart opens new ones).
+        state.store.close().await;
+        state.store_closed = true;
         telemetry::worker_stopped(
             state.store.queue_name(),
             &state.label,
