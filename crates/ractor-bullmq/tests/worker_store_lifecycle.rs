@@ -19,10 +19,12 @@ use tokio::sync::broadcast;
 
 const LONG: Duration = Duration::from_secs(20);
 
-/// Counts `close` calls; fetches fail while `failing` is set; publishes connection changes.
+/// Counts `close` calls; fetches fail while `failing` is set and never answer while `hanging`
+/// is (a Redis that stopped answering); publishes connection changes.
 struct CountingStore {
     closes: AtomicUsize,
     failing: AtomicBool,
+    hanging: AtomicBool,
     fetches: AtomicUsize,
     changes: broadcast::Sender<ConnectionChange>,
 }
@@ -32,6 +34,7 @@ impl CountingStore {
         Arc::new(Self {
             closes: AtomicUsize::new(0),
             failing: AtomicBool::new(false),
+            hanging: AtomicBool::new(false),
             fetches: AtomicUsize::new(0),
             changes: broadcast::channel(16).0,
         })
@@ -49,6 +52,9 @@ impl Store for CountingStore {
     }
     async fn fetch_batch(&self, _request: &FetchRequest) -> StoreResult<Fetched> {
         self.fetches.fetch_add(1, Ordering::SeqCst);
+        if self.hanging.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         if self.failing.load(Ordering::SeqCst) {
             return Err(StoreError::Other("connection refused".into()));
         }
@@ -121,6 +127,30 @@ async fn clean_close_closes_the_store() {
         reply
     })
     .unwrap();
+    eventually("the store closed", || store.closes() >= 1).await;
+}
+
+#[tokio::test]
+async fn a_forced_close_returns_while_a_store_call_hangs() {
+    let store = CountingStore::new();
+    store.hanging.store(true, Ordering::SeqCst);
+    let actor = spawn(&store, WorkerCallbacks::new()).await;
+    eventually("a fetch in flight", || {
+        store.fetches.load(Ordering::SeqCst) > 0
+    })
+    .await;
+    let started = std::time::Instant::now();
+    let close = async { ractor::call!(actor, |reply| WorkerMsg::Close { force: true, reply }) };
+    let report = tokio::time::timeout(LONG, close)
+        .await
+        .expect("the forced close returned")
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "bounded by the grace, not the call timeout: {:?}",
+        started.elapsed()
+    );
+    assert!(report.left_for_stalled_recovery.is_empty(), "{report:?}");
     eventually("the store closed", || store.closes() >= 1).await;
 }
 

@@ -35,6 +35,12 @@ const MAX_INFLIGHT: usize = 3;
 /// 1000, but -10 % at concurrency 10 when its batches were small.
 const THIRD_CALL_MIN_BATCH: usize = 25;
 
+/// How long a forced close waits for store calls already in flight (and for the finishes of
+/// jobs that ended before it) before the Worker stops anyway: with Redis unreachable a call
+/// would otherwise hold the close for [`CALL_TIMEOUT`]. What is still unconfirmed then is left
+/// to stalled recovery and listed in the close report.
+pub(super) const FORCE_CLOSE_GRACE: Duration = Duration::from_secs(3);
+
 /// A store call that has not answered after this long is treated as failed, so a connection
 /// that died silently cannot stall the worker forever (the call is retried).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -236,6 +242,15 @@ impl WorkerState {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             InternalMsg::Pump => {}
+            InternalMsg::CloseDeadline => {
+                self.abandon_inflight = true;
+                // Nothing more is sent: what has not been confirmed is left behind.
+                let pending = std::mem::take(&mut self.pending);
+                self.left_behind
+                    .extend(pending.into_iter().map(|p| p.finish.job_id));
+                let running: Vec<String> = self.running.drain().map(|(id, _)| id).collect();
+                self.left_behind.extend(running);
+            }
             InternalMsg::Flush => {
                 self.flush_queued = false;
                 self.flush_now = true;
@@ -723,8 +738,12 @@ impl WorkerState {
         }
     }
 
-    pub(super) fn begin_close(&mut self, force: bool) {
+    pub(super) fn begin_close(&mut self, myself: &ActorRef<WorkerMsg>, force: bool) {
         let force = force || self.closing == Some(true);
+        if force && self.closing != Some(true) {
+            // A detached timer: the Worker may stop before it fires.
+            drop(myself.send_after(FORCE_CLOSE_GRACE, || internal(InternalMsg::CloseDeadline)));
+        }
         self.closing = Some(force);
         if let Some(waiting) = self.waiting.take() {
             waiting.abort();
@@ -741,7 +760,7 @@ impl WorkerState {
         if self.closing.is_none()
             || !self.running.is_empty()
             || !self.pending.is_empty()
-            || self.inflight > 0
+            || (self.inflight > 0 && !self.abandon_inflight)
         {
             return;
         }

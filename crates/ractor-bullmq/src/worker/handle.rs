@@ -101,7 +101,9 @@ impl WorkerHandle {
 
     /// Forced close: cancels running jobs (their tokens fire with
     /// [`CancelReason::Shutdown`](super::CancelReason::Shutdown)) and leaves them to stalled
-    /// recovery; jobs already finished are still recorded.
+    /// recovery; jobs already finished are still recorded. It waits at most a few seconds
+    /// (3 s) for store calls in flight, so it returns even while Redis is unreachable; what was
+    /// not confirmed by then is listed in the report as left for stalled recovery.
     ///
     /// # Errors
     ///

@@ -112,6 +112,8 @@ pub(super) enum InternalMsg {
     StalledDone(StoreResult<StalledReport>),
     /// The store's connection dropped or came back (see `health.rs`).
     Connection(crate::store::ConnectionChange),
+    /// A forced close has waited [`super::dispatch::FORCE_CLOSE_GRACE`] for store calls.
+    CloseDeadline,
 }
 
 pub(super) fn internal(msg: InternalMsg) -> WorkerMsg {
@@ -229,6 +231,9 @@ pub struct WorkerState {
     pub(super) started: bool,
     pub(super) paused: bool,
     pub(super) closing: Option<bool>,
+    /// The forced close's grace ran out: stop without waiting for store calls in flight
+    /// (Redis may be unreachable); their jobs are left to stalled recovery.
+    pub(super) abandon_inflight: bool,
     pub(super) close_replies: Vec<RpcReplyPort<CloseReport>>,
     pub(super) left_behind: Vec<String>,
     pub(super) stalled_busy: bool,
@@ -360,6 +365,7 @@ impl Actor for Worker {
             started: opts.autorun,
             paused: false,
             closing: None,
+            abandon_inflight: false,
             close_replies: Vec::new(),
             left_behind: Vec::new(),
             stalled_busy: false,
@@ -422,7 +428,7 @@ impl Actor for Worker {
             }
             WorkerMsg::Close { force, reply } => {
                 state.close_replies.push(reply);
-                state.begin_close(force);
+                state.begin_close(&myself, force);
             }
             WorkerMsg::ActiveCount(reply) => {
                 let _ = reply.send(state.running.len());
