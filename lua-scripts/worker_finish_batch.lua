@@ -56,6 +56,7 @@ local function specOf(text)
   if not KINDS[kind] then error("malformed finish item spec " .. text) end
   spec = {
     kind = kind, flags = {}, number = tonumber(number), attemptsMade = tonumber(atm),
+    atm = atm ~= "" and atm or nil,
     keepCount = tonumber(keepCount) or -1, keepAge = tonumber(keepAge),
     keepLimit = tonumber(keepLimit) or 1000,
   }
@@ -113,32 +114,33 @@ end
 
 
 -- The checks of one item, before anything is written for it (see worker_common.lua): returns
--- the attempts made after this one (nil when the kind does not count one), the job's parent
--- (nil when none or not needed) and, for a job that cannot be finished as asked, the reason to
--- fail it with instead.
+-- the attempts made after this one as a number and as text (nil when the kind does not count
+-- one), the job's parent (nil when none or not needed) and, for a job that cannot be finished
+-- as asked, the reason to fail it with instead.
 local function check(jobKey, spec)
   local kind, flags = spec.kind, spec.flags
-  local attemptsMade = nil
+  local attemptsMade, atm = nil, nil
   if kind ~= "limit" and not (kind == "delay" and flags.k) then
-    attemptsMade = spec.attemptsMade
+    attemptsMade, atm = spec.attemptsMade, spec.atm
     if not attemptsMade then
       local raw = rcall("HGET", jobKey, "atm")
       local made = wInteger(raw)
-      if made == false then return nil, nil, wNotInteger("atm", raw) end
+      if made == false then return nil, nil, nil, wNotInteger("atm", raw) end
       attemptsMade = (made or 0) + 1
+      atm = string.format("%d", attemptsMade)
     end
   end
   if kind == "retry" or kind == "limit" then
     local raw = rcall("HGET", jobKey, "priority")
-    if wInteger(raw) == false then return nil, nil, wNotInteger("priority", raw) end
+    if wInteger(raw) == false then return nil, nil, nil, wNotInteger("priority", raw) end
   end
   local parent = nil
   if (kind == "completed" or kind == "failed") and not flags.n then
     local problem
     parent, problem = wParentOf(jobKey)
-    if problem then return nil, nil, problem end
+    if problem then return nil, nil, nil, problem end
   end
-  return attemptsMade, parent, nil
+  return attemptsMade, atm, parent, nil
 end
 
 local function finish(at, spec)
@@ -159,11 +161,15 @@ local function finish(at, spec)
     return -2
   end
   if kind == "completed" then
-    -- Refused as Node refuses them; the worker then fails the job (see dispatch).
-    if rcall("SCARD", jobKey .. ":dependencies") > 0 then return -4 end
-    if rcall("ZCARD", jobKey .. ":unsuccessful") > 0 then return -9 end
+    -- Refused as Node refuses them; the worker then fails the job (see dispatch). Redis
+    -- deletes empty sets, so one EXISTS of both keys answers the usual case (neither).
+    local deps = jobKey .. ":dependencies"
+    if rcall("EXISTS", deps, jobKey .. ":unsuccessful") > 0 then
+      if rcall("EXISTS", deps) == 1 then return -4 end
+      return -9
+    end
   end
-  local attemptsMade, parent, problem = check(jobKey, spec)
+  local attemptsMade, atm, parent, problem = check(jobKey, spec)
   released[jobId] = true
   unlocked[#unlocked + 1] = jobId
   unlockedKeys[#unlockedKeys + 1] = lockKey
@@ -173,7 +179,6 @@ local function finish(at, spec)
     wFailCorrupted(jobId, problem, nowText, "active")
     return problem
   end
-  local atm = attemptsMade and string.format("%d", attemptsMade)
 
   if kind == "completed" or kind == "failed" then
     finishedAny = true
@@ -253,16 +258,17 @@ end
 
 -- Every item's spec is decoded before the first write: a malformed one (a bug on our side)
 -- raises while nothing has been written yet.
-local items = {}
+local starts, itemSpecs = {}, {}
 local at, argc = 3, #ARGV
 while at <= argc do
   local spec = specOf(ARGV[at + 2])
-  items[#items + 1] = { at, spec }
+  starts[#starts + 1] = at
+  itemSpecs[#itemSpecs + 1] = spec
   at = at + (spec.flags.s and 5 or 4)
 end
 if at ~= argc + 1 then error("finish items end mid-item") end
-for i, item in ipairs(items) do
-  codes[i] = finish(item[1], item[2])
+for i = 1, #starts do
+  codes[i] = finish(starts[i], itemSpecs[i])
 end
 flushAdds(K.completed)
 flushAdds(K.failed)

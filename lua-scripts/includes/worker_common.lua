@@ -31,10 +31,6 @@ local queueBase = ARGV[1]
   (the Rust decoder words the fields it checks the same way).
 ]]
 
--- Integer fields of a job hash: scripts count with them and other clients parse them.
-local W_INT_FIELDS = { atm = true, ats = true, stc = true, priority = true, delay = true,
-                       timestamp = true }
-
 -- `value` quoted for a reason, cut to 64 bytes.
 local function wQuote(value)
   if #value > 64 then value = string.sub(value, 1, 64) .. "..." end
@@ -54,6 +50,7 @@ local function wNotInteger(field, value)
 end
 
 -- Whether `s` is valid UTF-8 (job ids become keys, event fields and text in every client).
+-- Callers test for a byte above 127 first, which ASCII ids (nearly all) do not have.
 local function wIsUtf8(s)
   if not string.find(s, "[\128-\255]") then return true end
   local i, n = 1, #s
@@ -82,18 +79,6 @@ local function wIsUtf8(s)
   return true
 end
 
--- Why a job with these fields cannot be processed, or nil. `fields` maps field -> value (only
--- the integer fields, `name` and `opts` are looked at); `present` is false when the hash does
--- not exist at all.
-local function wFieldsProblem(fields)
-  for field in pairs(W_INT_FIELDS) do
-    local value = fields[field]
-    if value and wInteger(value) == false then return wNotInteger(field, value) end
-  end
-  if not fields.name then return "corrupted job hash: name is missing" end
-  if not fields.opts then return "corrupted job hash: opts is missing" end
-  return nil
-end
 
 -- The queue's meta fields the worker scripts use, read with one HMGET on first use in a call.
 -- Nothing in these scripts writes them, so one read serves the whole call.

@@ -194,11 +194,11 @@ local function wFetch(f)
   local inline = #ids <= WFETCH_INLINE_MAX
   for _, jobId in ipairs(ids) do
     local jobKey = queueBase .. jobId
-    -- Checked before anything is written for the job (see wFieldsProblem): a corrupted job is
-    -- failed on its own and the others are fetched as usual. problem false: no hash at all.
+    -- Checked before anything is written for the job (see worker_common.lua): a corrupted job
+    -- is failed on its own and the others are fetched as usual. problem false: no hash at all.
     local problem, hash, ats = nil, nil, nil
     local atsAt, processedAt, pbAt = nil, nil, nil
-    if not wIsUtf8(jobId) then
+    if string.find(jobId, "[\128-\255]") and not wIsUtf8(jobId) then
       problem = "corrupted job id: not valid UTF-8"
     elseif inline then
       -- The hash is returned anyway: read it first, and write the new attempt count with the
@@ -207,40 +207,33 @@ local function wFetch(f)
       if #hash == 0 then
         problem = false
       else
-        -- The checks of wFieldsProblem, in the one pass over the hash made anyway.
-        local named, withOpts = false, false
         for j = 1, #hash, 2 do
           local field = hash[j]
-          if W_INT_FIELDS[field] then
-            if field == "ats" then atsAt = j + 1 end
-            if not problem and wInteger(hash[j + 1]) == false then
-              problem = wNotInteger(field, hash[j + 1])
-            end
+          if field == "ats" then
+            atsAt = j + 1
           elseif field == "processedOn" then
             processedAt = j + 1
           elseif field == "pb" then
             pbAt = j + 1
-          elseif field == "name" then
-            named = true
-          elseif field == "opts" then
-            withOpts = true
           end
         end
-        if not problem and not named then problem = "corrupted job hash: name is missing" end
-        if not problem and not withOpts then problem = "corrupted job hash: opts is missing" end
         ats = atsAt and hash[atsAt]
       end
     else
-      -- Larger fetches leave the hashes to the caller: read only what is checked.
-      local v = rcall("HMGET", jobKey, "atm", "ats", "stc", "priority", "delay", "timestamp",
-                      "name", "opts")
-      if not v[7] and not v[8] and rcall("EXISTS", jobKey) == 0 then
+      -- Larger fetches leave the hashes to the caller: read only what is used here.
+      local v = rcall("HMGET", jobKey, "ats", "name")
+      if not v[2] and rcall("EXISTS", jobKey) == 0 then
         problem = false
       else
-        problem = wFieldsProblem({ atm = v[1], ats = v[2], stc = v[3], priority = v[4],
-                                   delay = v[5], timestamp = v[6], name = v[7], opts = v[8] })
-        ats = v[2]
+        ats = v[1]
       end
+    end
+    -- The one field this script computes with. The worker checks every other field when it
+    -- decodes the hash, and fails a job it cannot decode through the finish script.
+    local started = 0
+    if ats and ats ~= "" then
+      local n = tonumber(ats)
+      if n and n - n == 0 then started = math.floor(n) else problem = wNotInteger("ats", ats) end
     end
     if problem == false then
       -- An id without a job hash: there is no job to run or to fail. It leaves active and is
@@ -258,7 +251,7 @@ local function wFetch(f)
       local token = tokenPrefix .. string.format("%d", tokenSeq + n - 1)
       rcall("SET", jobKey .. ":lock", token, "PX", lockTtl)
       wEvent("event", "active", "jobId", jobId, "prev", "waiting")
-      ats = string.format("%d", (wInteger(ats) or 0) + 1)
+      ats = string.format("%d", started + 1)
       if name then
         rcall("HSET", jobKey, "processedOn", nowText, "ats", ats, "pb", name)
       else

@@ -57,6 +57,19 @@ async fn guarded<T>(
     }
 }
 
+/// Every client writes `name` and `opts` when it creates a job: a hash without them is a
+/// remnant (a job deleted under a script that wrote a field back) or a manual edit, and is
+/// failed rather than run with defaults. The other fields are checked by the decoder.
+fn runnable(fields: &std::collections::HashMap<String, String>) -> Result<(), String> {
+    match ["name", "opts"]
+        .into_iter()
+        .find(|f| !fields.contains_key(*f))
+    {
+        Some(field) => Err(format!("corrupted job hash: {field} is missing")),
+        None => Ok(()),
+    }
+}
+
 impl WorkerState {
     pub(super) fn free_slots(&self) -> usize {
         self.opts
@@ -437,8 +450,10 @@ impl WorkerState {
         }
         let decoded = match unreadable {
             Some(reason) => Err(reason),
-            None => bullmq_protocol::JobRecord::decode(&id, &fields)
-                .map_err(|error| format!("corrupted job hash: {error}")),
+            None => runnable(&fields).and_then(|()| {
+                bullmq_protocol::JobRecord::decode(&id, &fields)
+                    .map_err(|error| format!("corrupted job hash: {error}"))
+            }),
         };
         let job = match decoded {
             Ok(record) => Job::from_record(self.store.queue_name(), record),
