@@ -163,7 +163,7 @@ impl WorkerState {
                     guarded(CALL_TIMEOUT, store.finish_batch(&finishes, fetch.as_ref())).await;
                 let requested = fetch.map_or(0, |f| f.count);
                 let _ = me.cast(internal(InternalMsg::Finished {
-                    result,
+                    result: Box::new(result),
                     batch,
                     requested,
                 }));
@@ -207,7 +207,7 @@ impl WorkerState {
         tokio::spawn(async move {
             let result = guarded(CALL_TIMEOUT, store.fetch_batch(&request)).await;
             let _ = me.cast(internal(InternalMsg::Fetched {
-                result,
+                result: Box::new(result),
                 requested: request.count,
                 reply,
             }));
@@ -274,7 +274,7 @@ impl WorkerState {
                 reply,
             } => {
                 self.call_returned(requested);
-                match result {
+                match *result {
                     Ok(fetched) => {
                         self.error_streak = 0;
                         self.store_recovered();
@@ -297,7 +297,7 @@ impl WorkerState {
                 requested,
             } => {
                 self.call_returned(requested);
-                match result {
+                match *result {
                     Ok(reply) => {
                         self.error_streak = 0;
                         self.store_recovered();
@@ -355,13 +355,13 @@ impl WorkerState {
                     tokio::spawn(async move {
                         let result =
                             guarded(CALL_TIMEOUT, store.check_stalled(max, interval)).await;
-                        let _ = me.cast(internal(InternalMsg::StalledDone(result)));
+                        let _ = me.cast(internal(InternalMsg::StalledDone(Box::new(result))));
                     });
                 }
             }
             InternalMsg::StalledDone(result) => {
                 self.stalled_busy = false;
-                match result {
+                match *result {
                     Ok(report) => {
                         telemetry::stalled_check(
                             self.store.queue_name(),

@@ -85,6 +85,9 @@ impl Internal {
     }
 }
 
+/// The Worker's messages to itself. Store replies are boxed: every message of the mailbox (one
+/// `JobEnded` per job) is as large as the largest variant, and moving large messages costs the
+/// worker loop measurably.
 #[derive(Debug)]
 pub(super) enum InternalMsg {
     Pump,
@@ -92,12 +95,12 @@ pub(super) enum InternalMsg {
     /// next finish batch collects all of them (batching without a timer).
     Flush,
     Fetched {
-        result: StoreResult<Fetched>,
+        result: Box<StoreResult<Fetched>>,
         requested: u32,
         reply: Option<RpcReplyPort<Option<String>>>,
     },
     Finished {
-        result: StoreResult<FinishReply>,
+        result: Box<StoreResult<FinishReply>>,
         batch: Vec<Pending>,
         requested: u32,
     },
@@ -109,7 +112,7 @@ pub(super) enum InternalMsg {
     StoreError(StoreError),
     Woken(StoreResult<bool>),
     StalledTick,
-    StalledDone(StoreResult<StalledReport>),
+    StalledDone(Box<StoreResult<StalledReport>>),
     /// The store's connection dropped or came back (see `health.rs`).
     Connection(crate::store::ConnectionChange),
     /// A forced close has waited [`super::dispatch::FORCE_CLOSE_GRACE`] for store calls.
