@@ -15,7 +15,6 @@ use common::*;
 use fred::prelude::ClientLike;
 use fred::types::{ClusterHash, CustomCommand};
 use ractor::{ActorCell, ActorRef};
-use ractor_bullmq::protocol::keys::QueueKeys;
 use ractor_bullmq::protocol::options::JobOptions;
 use ractor_bullmq::supervision::{Runtime, RuntimeOptions, SupervisedWorker, SupervisorOptions};
 use ractor_bullmq::worker::{Job, JobContext, LockManagerMsg, Worker, WorkerArgs, WorkerMsg};
@@ -25,26 +24,6 @@ use serde_json::{json, Value};
 const LONG: Duration = Duration::from_secs(60);
 const CRASHES: usize = 3;
 const KILLS: usize = 3;
-
-/// Names of this queue's connections in `CLIENT LIST` (worker command and blocking
-/// connections, QueueEvents).
-async fn our_clients(queue: &str) -> anyhow::Result<Vec<String>> {
-    let base = QueueKeys::new(PREFIX, queue).worker_client_name(None);
-    let client = raw_client().await?;
-    let list: String = client
-        .custom(
-            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
-            vec!["LIST".to_owned()],
-        )
-        .await?;
-    client.quit().await?;
-    Ok(list
-        .lines()
-        .filter_map(|line| line.split(' ').find_map(|f| f.strip_prefix("name=")))
-        .filter(|name| *name == base || name.starts_with(&format!("{base}:")))
-        .map(str::to_owned)
-        .collect())
-}
 
 /// Polls `probe` every 50 ms until it yields a value; fails after [`LONG`].
 async fn poll<T, F, Fut>(what: &str, mut probe: F) -> anyhow::Result<T>
@@ -64,28 +43,11 @@ where
     }
 }
 
-/// Ids of every client in `CLIENT LIST`.
-async fn client_ids() -> anyhow::Result<Vec<i64>> {
-    let client = raw_client().await?;
-    let list: String = client
-        .custom(
-            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
-            vec!["LIST".to_owned()],
-        )
-        .await?;
-    client.quit().await?;
-    Ok(list
-        .lines()
-        .filter_map(|line| line.split(' ').find_map(|f| f.strip_prefix("id=")))
-        .filter_map(|id| id.parse().ok())
-        .collect())
-}
-
 async fn wait_for_clients(queue: &str, what: &str, expected: usize) -> anyhow::Result<()> {
     let mut last = Vec::new();
     let deadline = tokio::time::Instant::now() + LONG;
     loop {
-        if let Ok(names) = our_clients(queue).await {
+        if let Ok(names) = named_clients(queue).await {
             if names.len() == expected {
                 return Ok(());
             }
@@ -150,7 +112,7 @@ async fn crashed_and_killed_workers_close_their_connections() -> anyhow::Result<
             .worker_supervisor(workers),
     )
     .await?;
-    assert_eq!(our_clients(&name).await?, Vec::<String>::new(), "before");
+    assert_eq!(named_clients(&name).await?, Vec::<String>::new(), "before");
 
     let options = WorkerOptions::new()
         .name("hygiene")
@@ -221,11 +183,10 @@ async fn crashed_and_killed_workers_close_their_connections() -> anyhow::Result<
         .await?;
     drop(dropped);
     poll("the dropped Queue's connection closed", || async {
-        client_ids()
-            .await
-            .ok()
-            .filter(|ids| !ids.contains(&id))
-            .map(|_| ())
+        let client = raw_client().await.ok()?;
+        let ids = client_list_field(&client, "id").await.ok();
+        let _ = client.quit().await;
+        ids.filter(|ids| !ids.contains(&id.to_string())).map(|_| ())
     })
     .await?;
 
@@ -233,7 +194,7 @@ async fn crashed_and_killed_workers_close_their_connections() -> anyhow::Result<
     wait_for_clients(&name, "no connection of ours after Runtime::shutdown", 0).await?;
     // And none comes back (no reconnecting client left behind).
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(our_clients(&name).await?, Vec::<String>::new(), "after");
+    assert_eq!(named_clients(&name).await?, Vec::<String>::new(), "after");
 
     queue.close().await?;
     cleanup(&name).await?;

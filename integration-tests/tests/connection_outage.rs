@@ -197,27 +197,13 @@ async fn queue_events_start_fails_fast_against_an_unreachable_server() -> anyhow
     Ok(())
 }
 
-/// Names of `queue`'s connections (ours all start with `{prefix}:{base64(queue)}`) on the
-/// server at `url`.
+/// [`queue_client_names`] on the server at `url`.
 async fn clients_of(url: &str, queue: &str) -> anyhow::Result<Vec<String>> {
     use fred::prelude::ClientLike;
-    use fred::types::{ClusterHash, CustomCommand};
-    let base =
-        ractor_bullmq::protocol::keys::QueueKeys::new(PREFIX, queue).worker_client_name(None);
     let client = ConnectionConfig::from_url(url)?.connect(None).await?;
-    let list: String = client
-        .custom(
-            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
-            vec!["LIST".to_owned()],
-        )
-        .await?;
+    let names = queue_client_names(&client, queue).await;
     client.quit().await?;
-    Ok(list
-        .lines()
-        .filter_map(|line| line.split(' ').find_map(|f| f.strip_prefix("name=")))
-        .filter(|name| *name == base || name.starts_with(&format!("{base}:")))
-        .map(str::to_owned)
-        .collect())
+    names
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

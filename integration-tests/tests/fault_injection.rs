@@ -22,31 +22,6 @@ use tokio::sync::broadcast;
 
 const LONG: Duration = Duration::from_secs(180);
 
-/// Names of the Redis clients of `queue` (our workers' blocking connections).
-async fn named_clients(queue: &str) -> anyhow::Result<Vec<String>> {
-    use fred::prelude::ClientLike;
-    let prefix =
-        ractor_bullmq::protocol::keys::QueueKeys::new(PREFIX, queue).worker_client_name(None);
-    let client = raw_client().await?;
-    let list: String = client
-        .custom(
-            fred::types::CustomCommand::new_static(
-                "CLIENT",
-                fred::types::ClusterHash::Random,
-                false,
-            ),
-            vec!["LIST".to_owned()],
-        )
-        .await?;
-    client.quit().await?;
-    Ok(list
-        .lines()
-        .filter_map(|line| line.split(' ').find_map(|f| f.strip_prefix("name=")))
-        .filter(|name| name.starts_with(&prefix))
-        .map(str::to_owned)
-        .collect())
-}
-
 /// Keeps the 1 000 injected panics out of the test output; any other panic is printed.
 fn quiet_injected_panics() {
     static ONCE: Once = Once::new();

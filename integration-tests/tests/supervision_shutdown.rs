@@ -9,10 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use fred::prelude::ClientLike;
-use fred::types::{ClusterHash, CustomCommand};
 use ractor_bullmq::manager::WorkerManagerOptions;
-use ractor_bullmq::protocol::keys::QueueKeys;
 use ractor_bullmq::protocol::options::JobOptions;
 use ractor_bullmq::supervision::{Runtime, RuntimeOptions};
 use ractor_bullmq::worker::{Job, JobContext};
@@ -26,25 +23,6 @@ async fn add_jobs(queue: &Queue, n: usize) -> anyhow::Result<()> {
         .add_bulk((0..n).map(|i| ("job", json!({ "i": i }), JobOptions::default())))
         .await?;
     Ok(())
-}
-
-/// Names of the Redis clients of `queue` (our workers' blocking connections and QueueEvents).
-async fn named_clients(queue: &str) -> anyhow::Result<Vec<String>> {
-    let prefix = QueueKeys::new(PREFIX, queue).worker_client_name(None);
-    let client = raw_client().await?;
-    let list: String = client
-        .custom(
-            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
-            vec!["LIST".to_owned()],
-        )
-        .await?;
-    client.quit().await?;
-    Ok(list
-        .lines()
-        .filter_map(|line| line.split(' ').find_map(|f| f.strip_prefix("name=")))
-        .filter(|name| name.starts_with(&prefix))
-        .map(str::to_owned)
-        .collect())
 }
 
 /// Sleeps `ms` while `slow` is set; counts jobs running now.

@@ -181,15 +181,6 @@ async fn states(client: &Client, queue: &str, ids: &[String]) -> Result<HashMap<
     Ok(out)
 }
 
-async fn list_len(client: &Client, key: String) -> Result<i64> {
-    let kind: String = client.r#type(&key).await?;
-    Ok(match kind.as_str() {
-        "list" => client.llen(&key).await?,
-        "zset" => client.zcard(&key).await?,
-        _ => 0,
-    })
-}
-
 /// Whether the raw non-UTF-8 id is in `failed` (it cannot be named as a Rust `String`).
 async fn bad_id_failed(client: &Client, queue: &str) -> Result<Option<String>> {
     let base = format!("{PREFIX}:{queue}");
@@ -294,7 +285,7 @@ async fn run_ours(concurrency: usize, good: usize) -> Result<()> {
         "the non-UTF-8 id is failed naming the problem: {bad_id:?}"
     );
     for list in ["wait", "active", "prioritized", "delayed", "paused"] {
-        let n = list_len(&client, format!("{PREFIX}:{queue}:{list}")).await?;
+        let n = count(&queue, list).await?;
         assert_eq!(n, 0, "{list} is empty");
     }
     // No key was created under a lossily decoded id.
@@ -325,7 +316,7 @@ async fn run_ours(concurrency: usize, good: usize) -> Result<()> {
         let node_bad_ids: Vec<String> = node_seeded.bad.iter().map(|(id, _)| id.clone()).collect();
         let node_bad = states(&client, &node_queue, &node_bad_ids).await?;
         let node_bad_lost = node_bad.values().filter(|s| *s == "none").count();
-        let node_active = list_len(&client, format!("{PREFIX}:{node_queue}:active")).await?;
+        let node_active = count(&node_queue, "active").await?;
         for ((damage, _), (id, _)) in CASES.iter().zip(&node_seeded.bad) {
             println!("Node, {damage:?}: {}", node_bad[id]);
         }
@@ -419,7 +410,7 @@ async fn a_hash_corrupted_while_active_fails_alone_in_its_finish_batch() -> Resu
         }
     }
     for list in ["wait", "active", "prioritized", "delayed"] {
-        let n = list_len(&client, format!("{PREFIX}:{queue_name}:{list}")).await?;
+        let n = count(&queue_name, list).await?;
         assert_eq!(n, 0, "{list} is empty");
     }
     client.quit().await?;

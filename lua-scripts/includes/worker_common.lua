@@ -52,7 +52,6 @@ end
 -- Whether `s` is valid UTF-8 (job ids become keys, event fields and text in every client).
 -- Callers test for a byte above 127 first, which ASCII ids (nearly all) do not have.
 local function wIsUtf8(s)
-  if not string.find(s, "[\128-\255]") then return true end
   local i, n = 1, #s
   while i <= n do
     local c = string.byte(s, i)

@@ -344,3 +344,44 @@ pub async fn open_queue(name: &str) -> Result<ractor_bullmq::Queue> {
         ractor_bullmq::Queue::new(name, ractor_bullmq::QueueOptions::new(connection)).await?;
     Ok(queue)
 }
+
+/// One field (`name`, `id`, …) of every connection in `CLIENT LIST` of `client`'s server, for
+/// tests that count connections.
+pub async fn client_list_field(client: &Client, field: &str) -> Result<Vec<String>> {
+    let list: String = client
+        .custom(
+            CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
+            vec!["LIST".to_owned()],
+        )
+        .await?;
+    let prefix = format!("{field}=");
+    Ok(list
+        .lines()
+        .filter_map(|line| {
+            line.split(' ')
+                .find_map(|f| f.strip_prefix(prefix.as_str()))
+        })
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Names of `queue`'s connections on `client`'s server: ours and Node's are all named
+/// `{prefix}:{base64(queue)}` or start with it followed by `:`.
+pub async fn queue_client_names(client: &Client, queue: &str) -> Result<Vec<String>> {
+    let base =
+        ractor_bullmq::protocol::keys::QueueKeys::new(PREFIX, queue).worker_client_name(None);
+    let scoped = format!("{base}:");
+    Ok(client_list_field(client, "name")
+        .await?
+        .into_iter()
+        .filter(|name| *name == base || name.starts_with(&scoped))
+        .collect())
+}
+
+/// [`queue_client_names`] on the test Redis.
+pub async fn named_clients(queue: &str) -> Result<Vec<String>> {
+    let client = raw_client().await?;
+    let names = queue_client_names(&client, queue).await;
+    client.quit().await?;
+    names
+}
