@@ -1,0 +1,46 @@
+//! [`Backend`]: the factory the runtime opens every store through.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bullmq_protocol::keys::QueueKeys;
+
+use crate::error::BackendResult;
+use crate::events::{EventPublisher, EventStream};
+use crate::queue::QueueStore;
+use crate::worker::WorkerStore;
+
+/// What a worker's store is opened for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerStoreOptions {
+    /// The worker's name (Node's `name` worker option): it names the worker's connections so
+    /// `getWorkers` lists it, and is stored with the jobs it processes.
+    pub worker_name: Option<String>,
+    /// Collect Node-compatible per-minute metrics with up to this many data points (Node's
+    /// `metrics.maxDataPoints`; 0 disables).
+    pub metrics_max_points: u32,
+}
+
+/// A storage backend: opens the stores of a queue. Cloned (through `Arc`) into every
+/// supervised worker, so a restarted worker opens fresh stores from it.
+///
+/// Every store a backend opens serves one queue, named by its [`QueueKeys`] (prefix and name).
+#[async_trait]
+pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
+    /// Opens the producer/admin store of `queue`.
+    async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>>;
+
+    /// Opens the store of one worker of `queue`.
+    async fn worker_store(
+        &self,
+        queue: &QueueKeys,
+        options: &WorkerStoreOptions,
+    ) -> BackendResult<Arc<dyn WorkerStore>>;
+
+    /// Opens a reader of `queue`'s event log.
+    async fn event_stream(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventStream>>;
+
+    /// Opens a publisher into `queue`'s event log.
+    async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>>;
+}

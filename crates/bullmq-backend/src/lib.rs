@@ -1,0 +1,70 @@
+//! The storage seam of ractor-bullmq, in backend-neutral terms.
+//!
+//! The actors (Worker, QueueEvents) and the handles (Queue, QueueEventsProducer) never talk to
+//! Redis: they talk to the small traits of this crate, each one capability:
+//!
+//! | trait | what | used by |
+//! |---|---|---|
+//! | [`Producer`] | add one job, add many atomically | `Queue::add`, `add_bulk` |
+//! | [`QueueAdmin`] | counts, ranges, state, jobs, logs, meta, pause, drain, clean, obliterate, remove, metrics | `Queue` getters and admin, `wait_until_finished`, the autoscaler |
+//! | [`JobUpdates`] | progress, log, data of one job | `Queue`, a running job's context |
+//! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work | the Worker and its LockManager |
+//! | [`EventStream`] / [`EventPublisher`] | read the event log from a cursor, publish | QueueEvents, QueueEventsProducer |
+//! | [`Backend`] | opens all of the above for a queue | `Runtime`, `WorkerSpec`, `Queue::with_backend` |
+//!
+//! Values cross the seam as job records ([`JobRecord`]), not as a backend's encoding;
+//! optimisations a backend makes (the Redis backend's hints to its scripts, its lock-token
+//! sequences) stay inside it, carried opaquely as a [`Receipt`] where the worker must hand
+//! them back.
+//!
+//! Backends: `bullmq_redis::RedisBackend` (Node BullMQ's exact Redis layout), and, behind the
+//! `memory` feature, [`memory::MemoryBackend`] — the whole seam in one process, for tests of
+//! real Workers without Redis. The `conformance` feature holds the behaviour suite every
+//! backend must pass ([`conformance`]).
+
+mod backend;
+mod error;
+pub mod events;
+pub mod metrics;
+pub mod queue;
+pub mod worker;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+#[cfg(feature = "memory")]
+pub mod memory;
+
+use std::sync::Arc;
+
+pub use backend::{Backend, WorkerStoreOptions};
+pub use bullmq_protocol::JobRecord;
+pub use error::{BackendError, BackendResult, BoxError};
+pub use events::{EventEntry, EventPublisher, EventStream};
+pub use metrics::{Metrics, MetricsKind, MetricsMeta};
+pub use queue::{
+    AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,
+    RemoveOutcome,
+};
+pub use worker::{
+    CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode,
+    FinishReply, JobUpdates, Receipt, Retention, StalledReport, WorkerStore,
+};
+
+/// A change of a store's connection.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ConnectionChange {
+    /// The connection dropped or a reconnect failed. A store may send it more than once per
+    /// outage; listeners report only the first of an outage.
+    Lost(Arc<dyn std::error::Error + Send + Sync>),
+    /// The connection works again.
+    Restored,
+}
+
+/// Milliseconds since the Unix epoch, the clock of every BullMQ timestamp.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
+}

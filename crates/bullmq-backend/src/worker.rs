@@ -1,0 +1,472 @@
+//! The worker side of the seam: take jobs, finish them, keep their locks, recover stalled ones,
+//! wait for work, and update a running job ([`JobUpdates`]).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bullmq_protocol::JobRecord;
+use tokio::sync::broadcast;
+
+use crate::error::{BackendError, BackendResult};
+use crate::ConnectionChange;
+
+/// What a worker asks for when it fetches jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FetchRequest {
+    /// How many jobs at most (the worker's free slots).
+    pub count: u32,
+    /// Identifies the worker in the lock tokens the backend hands out: every token of this
+    /// worker starts with `{token_prefix}:`.
+    pub token_prefix: String,
+    /// Lock time to live (Node `lockDuration`).
+    pub lock_duration: Duration,
+    /// Worker name, stored with the job as "processed by" (`pb`) when set.
+    pub worker_name: Option<String>,
+    /// Worker rate limit: at most `max` jobs per `duration` (Node `limiter`). A queue-level
+    /// limit takes precedence, as in Node.
+    pub limiter: Option<(u32, Duration)>,
+}
+
+impl FetchRequest {
+    /// A request for `count` jobs with the given token prefix and lock duration.
+    pub fn new(count: u32, token_prefix: impl Into<String>, lock_duration: Duration) -> Self {
+        Self {
+            count,
+            token_prefix: token_prefix.into(),
+            lock_duration,
+            worker_name: None,
+            limiter: None,
+        }
+    }
+}
+
+/// A backend's private note about a fetched job, handed back with its [`Finish`]: what the
+/// backend learnt when it fetched the job and can use to finish it cheaper (the Redis backend
+/// packs the attempts made and whether the job has a parent or a deduplication id, which spare
+/// its finish script reads). Workers carry it without looking inside; [`Receipt::NONE`] means
+/// "nothing known" and is always correct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Receipt(pub u64);
+
+impl Receipt {
+    /// Nothing known: the backend reads what it needs.
+    pub const NONE: Receipt = Receipt(0);
+}
+
+/// One job moved to active for this worker.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct FetchedJob {
+    /// The job id.
+    pub id: String,
+    /// The lock token the worker must present to renew the lock and finish the job.
+    pub token: String,
+    /// The job as stored, or why it cannot be run (a field that is missing, not UTF-8 or not
+    /// decodable, named in the reason): the worker fails such a job with that reason rather
+    /// than run it on guessed data.
+    pub job: Result<JobRecord, String>,
+    /// The backend's note for finishing the job (see [`Receipt`]).
+    pub receipt: Receipt,
+}
+
+impl FetchedJob {
+    /// A fetched job with a readable record.
+    pub fn new(token: impl Into<String>, record: JobRecord) -> Self {
+        Self {
+            id: record.id.clone(),
+            token: token.into(),
+            job: Ok(record),
+            receipt: Receipt::NONE,
+        }
+    }
+
+    /// A fetched job that cannot be run, and why.
+    pub fn unreadable(id: impl Into<String>, token: impl Into<String>, reason: String) -> Self {
+        Self {
+            id: id.into(),
+            token: token.into(),
+            job: Err(reason),
+            receipt: Receipt::NONE,
+        }
+    }
+
+    /// With the backend's note.
+    #[must_use]
+    pub fn with_receipt(mut self, receipt: Receipt) -> Self {
+        self.receipt = receipt;
+        self
+    }
+}
+
+/// A job the backend failed on its own because its stored record is corrupted: it is in
+/// `failed` with `reason` as `failedReason`, and a `failed` event was emitted. The other jobs of
+/// the call were processed as usual.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptedJob {
+    /// The job id (lossily decoded when it is not UTF-8, which is then the reason).
+    pub id: String,
+    /// `failedReason`, naming the field and its value.
+    pub reason: String,
+}
+
+/// What a fetch returned.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Fetched {
+    /// Jobs now active and locked for this worker, in the order they were taken.
+    pub jobs: Vec<FetchedJob>,
+    /// The rate limiter is closed for this long (zero when not limited).
+    pub rate_limited_for: Duration,
+    /// Ready time (ms since the epoch) of the earliest delayed job, when nothing was fetched.
+    pub next_delayed_at: Option<u64>,
+    /// The queue is paused or at its global concurrency.
+    pub gated: bool,
+    /// Jobs taken from wait that the backend failed because their record is corrupted.
+    pub corrupted: Vec<CorruptedJob>,
+    /// Ids taken from wait that had no job record: nothing to run or to fail; they were removed
+    /// from the queue.
+    pub dropped: Vec<String>,
+}
+
+impl Fetched {
+    /// A reply carrying `jobs`.
+    pub fn with_jobs(jobs: Vec<FetchedJob>) -> Self {
+        Self {
+            jobs,
+            ..Self::default()
+        }
+    }
+}
+
+/// How many finished jobs to keep (Node `removeOnComplete` / `removeOnFail`, resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Retention {
+    /// `None` keeps every job, `Some(0)` deletes the job right away, `Some(n)` keeps the newest n.
+    pub count: Option<u64>,
+    /// Delete jobs finished longer ago than this.
+    pub age: Option<Duration>,
+    /// At most this many jobs deleted by age per call (Node's `limit`, default 1000).
+    pub limit: Option<u64>,
+}
+
+impl Retention {
+    /// Keep every finished job (Node's default).
+    pub const KEEP_ALL: Retention = Retention {
+        count: None,
+        age: None,
+        limit: None,
+    };
+    /// Delete the job as soon as it finishes (Node `removeOnComplete: true`).
+    pub const REMOVE: Retention = Retention {
+        count: Some(0),
+        age: None,
+        limit: None,
+    };
+
+    /// Keep the newest `count` jobs (`None`: all), those younger than `age` (`None`: any age),
+    /// deleting at most `limit` by age per call.
+    pub fn new(count: Option<u64>, age: Option<Duration>, limit: Option<u64>) -> Self {
+        Self { count, age, limit }
+    }
+
+    /// Keep the newest `count` jobs.
+    pub fn count(count: u64) -> Self {
+        Self {
+            count: Some(count),
+            ..Self::KEEP_ALL
+        }
+    }
+
+    /// Keep jobs younger than `age` (and at most `count` when given).
+    pub fn age(age: Duration, count: Option<u64>, limit: Option<u64>) -> Self {
+        Self {
+            count,
+            age: Some(age),
+            limit,
+        }
+    }
+}
+
+/// What to do with one job a worker holds.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FinishAction {
+    /// Completed with `returnvalue` (JSON text).
+    Complete {
+        /// JSON of the processor's result (`"null"` for none).
+        returnvalue: String,
+        /// Retention of the `completed` set.
+        keep: Retention,
+    },
+    /// Failed for good (attempts exhausted, unrecoverable, or deferred failure).
+    Fail {
+        /// `failedReason`.
+        reason: String,
+        /// `stacktrace` (a JSON array of strings), already trimmed to `stackTraceLimit`.
+        stacktrace: Option<String>,
+        /// The job's `attempts` option, for `retries-exhausted`.
+        attempts: u32,
+        /// Retention of the `failed` set.
+        keep: Retention,
+    },
+    /// Failed, retried at once (back to wait, or prioritized).
+    Retry {
+        /// `failedReason` of this attempt.
+        reason: String,
+        /// `stacktrace` JSON.
+        stacktrace: Option<String>,
+        /// The job's `lifo` option.
+        lifo: bool,
+    },
+    /// To `delayed`: a retry with backoff, or the processor asked for a delay.
+    Delay {
+        /// How long.
+        delay: Duration,
+        /// `failedReason` of this attempt (retries only).
+        reason: Option<String>,
+        /// `stacktrace` JSON (retries only).
+        stacktrace: Option<String>,
+        /// Do not count an attempt (attempts made unchanged), as for Node's `job.moveToDelayed`.
+        skip_attempt: bool,
+    },
+    /// The processor hit a rate limit: the job goes back to the front of wait and the queue's
+    /// limiter is closed for `ttl`.
+    RateLimit {
+        /// How long the queue stays limited.
+        ttl: Duration,
+    },
+}
+
+/// One job to finish.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finish {
+    /// Job id.
+    pub job_id: String,
+    /// The lock token the job was fetched with.
+    pub token: String,
+    /// What to do.
+    pub action: FinishAction,
+    /// The backend's note from the fetch ([`Receipt::NONE`] when unknown).
+    pub receipt: Receipt,
+}
+
+/// Result of one [`Finish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FinishCode {
+    /// Done.
+    Ok,
+    /// The job no longer exists.
+    MissingJob,
+    /// The job has no lock (it expired).
+    MissingLock,
+    /// The job is not active.
+    NotActive,
+    /// The job still has pending children.
+    PendingChildren,
+    /// Another worker holds the lock.
+    LockNotOwned,
+    /// The job has failed children and cannot complete.
+    FailedChildren,
+    /// The job's record is corrupted: the backend failed the job instead, with the reason in
+    /// [`FinishReply::corrupted`].
+    Corrupted,
+    /// A code this version does not know.
+    Other(i64),
+}
+
+impl FinishCode {
+    /// The outcome of Node's script code `code` (0 done, -1 missing job, -2 missing lock, -3 not
+    /// active, -4 pending children, -6 lock not owned, -9 failed children, -100 corrupted).
+    pub fn from_code(code: i64) -> Self {
+        match code {
+            0 => Self::Ok,
+            -1 => Self::MissingJob,
+            -2 => Self::MissingLock,
+            -3 => Self::NotActive,
+            -4 => Self::PendingChildren,
+            -6 => Self::LockNotOwned,
+            -9 => Self::FailedChildren,
+            -100 => Self::Corrupted,
+            other => Self::Other(other),
+        }
+    }
+
+    /// The code other BullMQ clients use for this outcome (0 for done, -100 for a corrupted
+    /// job, which has no Node code).
+    pub fn code(self) -> i64 {
+        match self {
+            Self::Ok => 0,
+            Self::MissingJob => -1,
+            Self::MissingLock => -2,
+            Self::NotActive => -3,
+            Self::PendingChildren => -4,
+            Self::LockNotOwned => -6,
+            Self::FailedChildren => -9,
+            Self::Corrupted => -100,
+            Self::Other(code) => code,
+        }
+    }
+
+    /// Whether the job was finished.
+    pub fn is_ok(self) -> bool {
+        self == Self::Ok
+    }
+}
+
+/// Reply of [`WorkerStore::finish_batch`].
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct FinishReply {
+    /// One code per finish, in order.
+    pub codes: Vec<FinishCode>,
+    /// Jobs fetched for the freed slots (empty when no fetch was asked).
+    pub fetched: Fetched,
+    /// For each [`FinishCode::Corrupted`] code: its index in `codes` and the `failedReason` the
+    /// backend failed the job with.
+    pub corrupted: Vec<(usize, String)>,
+}
+
+impl FinishReply {
+    /// A reply with these codes and fetched jobs.
+    pub fn new(codes: Vec<FinishCode>, fetched: Fetched) -> Self {
+        Self {
+            codes,
+            fetched,
+            corrupted: Vec::new(),
+        }
+    }
+}
+
+/// What one stalled check did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StalledReport {
+    /// Lock-less jobs moved back to wait (those stalled more than `max_stalled_count` times
+    /// carry a deferred failure and are failed by the worker that fetches them).
+    pub recovered: Vec<String>,
+    /// Stalled jobs failed instead because their record is corrupted.
+    pub corrupted: Vec<CorruptedJob>,
+    /// Ids that were active without a job record; they were removed from active.
+    pub dropped: Vec<String>,
+}
+
+impl StalledReport {
+    /// A report of these recovered ids.
+    pub fn recovered(ids: Vec<String>) -> Self {
+        Self {
+            recovered: ids,
+            ..Self::default()
+        }
+    }
+}
+
+/// Updates of one job while it runs (Node's `job.updateProgress`, `job.log`, `job.updateData`);
+/// also used by the admin side.
+#[async_trait]
+pub trait JobUpdates: Send + Sync + 'static {
+    /// Stores a job's progress (JSON) and emits `progress`.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError::JobNotFound`] when the job no longer exists.
+    async fn update_progress(
+        &self,
+        job_id: &str,
+        progress: &serde_json::Value,
+    ) -> BackendResult<()>;
+
+    /// Appends a line to the job's log, keeping the newest `keep_logs` lines; returns the
+    /// number of lines kept.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError::JobNotFound`] when the job no longer exists.
+    async fn add_log(&self, job_id: &str, line: &str, keep_logs: Option<u64>)
+        -> BackendResult<u64>;
+
+    /// Replaces the job's data.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError::JobNotFound`] when the job no longer exists.
+    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<()>;
+}
+
+/// What a Worker needs from the backend holding its queue. One store serves one worker of one
+/// queue; every method is one round trip for the Redis backend.
+#[async_trait]
+pub trait WorkerStore: JobUpdates {
+    /// The queue's name.
+    fn queue_name(&self) -> &str;
+
+    /// Moves up to `request.count` ready jobs to active and locks them for the caller.
+    async fn fetch_batch(&self, request: &FetchRequest) -> BackendResult<Fetched>;
+
+    /// Finishes jobs (each checked against its token) and fetches jobs for the freed slots.
+    async fn finish_batch(
+        &self,
+        finishes: &[Finish],
+        fetch: Option<&FetchRequest>,
+    ) -> BackendResult<FinishReply>;
+
+    /// Renews the locks of `(job id, token)` pairs; returns the ids that could not be renewed.
+    async fn extend_locks(
+        &self,
+        jobs: &[(String, String)],
+        lock_duration: Duration,
+    ) -> BackendResult<Vec<String>>;
+
+    /// Runs the stalled check (at most once per `interval` across all workers); reports the
+    /// ids moved back to wait and the corrupted jobs it failed instead.
+    async fn check_stalled(
+        &self,
+        max_stalled_count: u32,
+        interval: Duration,
+    ) -> BackendResult<StalledReport>;
+
+    /// Blocks up to `timeout` until jobs may be ready (a producer or a finished retry signalled
+    /// the queue). `true` when woken by a signal, `false` on timeout.
+    async fn wait_for_job(&self, timeout: Duration) -> BackendResult<bool>;
+
+    /// Changes of the backend's connection, for the Worker to report an outage even while its
+    /// calls just wait for the reconnect. `None` (the default) when there is nothing to watch.
+    fn connection_changes(&self) -> Option<broadcast::Receiver<ConnectionChange>> {
+        None
+    }
+
+    /// Releases connections; later calls fail. Must be idempotent: a Worker calls it when it
+    /// stops, and again (from a spawned task) when its state is dropped without `post_stop`.
+    async fn close(&self);
+
+    /// Moves one active job to `delayed` for `delay` without counting an attempt (Node's
+    /// `job.moveToDelayed`); a one-item [`WorkerStore::finish_batch`].
+    async fn move_to_delayed(
+        &self,
+        job_id: &str,
+        token: &str,
+        delay: Duration,
+    ) -> BackendResult<FinishCode> {
+        let finish = Finish {
+            job_id: job_id.to_string(),
+            token: token.to_string(),
+            action: FinishAction::Delay {
+                delay,
+                reason: None,
+                stacktrace: None,
+                skip_attempt: true,
+            },
+            receipt: Receipt::NONE,
+        };
+        let reply = self.finish_batch(&[finish], None).await?;
+        reply
+            .codes
+            .first()
+            .copied()
+            .ok_or(BackendError::JobNotFound {
+                job_id: job_id.to_string(),
+            })
+    }
+}
