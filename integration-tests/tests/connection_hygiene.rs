@@ -175,7 +175,8 @@ async fn crashed_and_killed_workers_close_their_connections() -> anyhow::Result<
     let dropped =
         ractor_bullmq::Queue::new(&name, ractor_bullmq::QueueOptions::new(connection)).await?;
     let id: i64 = dropped
-        .client()
+        .redis_client()
+        .expect("a Redis queue")
         .custom(
             CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
             vec!["ID".to_owned()],

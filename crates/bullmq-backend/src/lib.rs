@@ -29,11 +29,6 @@ pub mod metrics;
 pub mod queue;
 pub mod worker;
 
-#[cfg(feature = "conformance")]
-pub mod conformance;
-#[cfg(feature = "memory")]
-pub mod memory;
-
 use std::sync::Arc;
 
 pub use backend::{Backend, WorkerStoreOptions};
@@ -46,8 +41,8 @@ pub use queue::{
     RemoveOutcome,
 };
 pub use worker::{
-    CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode,
-    FinishReply, JobUpdates, Receipt, Retention, StalledReport, WorkerStore,
+    CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
+    JobUpdates, Receipt, Retention, StalledReport, WorkerStore,
 };
 
 /// A change of a store's connection.

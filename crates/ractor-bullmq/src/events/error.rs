@@ -1,5 +1,6 @@
 //! Errors of the QueueEvents side: starting, running, closing, publishing.
 
+use bullmq_backend::BackendError;
 use bullmq_redis::RedisError;
 
 /// What went wrong with a [`QueueEvents`](super::QueueEvents) actor or a
@@ -23,4 +24,16 @@ pub enum QueueEventsError {
     /// Redis refused a command or could not be reached.
     #[error(transparent)]
     Redis(#[from] RedisError),
+    /// Another backend failed (or Redis failed in a way that is not a [`RedisError`]).
+    #[error(transparent)]
+    Backend(BackendError),
+}
+
+/// Redis failures stay [`QueueEventsError::Redis`], so matches on [`RedisError::Connect`] keep
+/// working; anything else is [`QueueEventsError::Backend`].
+impl From<BackendError> for QueueEventsError {
+    fn from(error: BackendError) -> Self {
+        crate::error::redis_error(error)
+            .map_or_else(QueueEventsError::Backend, QueueEventsError::Redis)
+    }
 }

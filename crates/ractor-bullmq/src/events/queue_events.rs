@@ -23,8 +23,6 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc;
 
 use bullmq_protocol::events::StreamEvent;
-use bullmq_protocol::keys::QueueKeys;
-use bullmq_redis::events::queue_events_client_name;
 
 use super::error::QueueEventsError;
 use super::handler::QueueEventsHandler;
@@ -171,20 +169,16 @@ impl Actor for QueueEvents {
 /// start do, instead of a reader retrying in the background from the first attempt. The
 /// reader opens its own connection (it must be able to reconnect on its own anyway).
 pub(crate) async fn probe_connection(options: &QueueEventsOptions) -> Result<(), QueueEventsError> {
-    let client = options.connection.connect(None).await?;
-    bullmq_redis::Connections::new(vec![client], Vec::new())
-        .close()
-        .await;
+    let stream = options.open_backend().event_stream(&options.keys()).await?;
+    stream.close().await;
     Ok(())
 }
 
 fn start_reading(myself: &ActorRef<QueueEventsMsg>, state: &mut QueueEventsState) {
     let options = &state.args.options;
-    let keys = QueueKeys::new(options.prefix.clone(), options.queue.clone());
     let settings = ReaderSettings {
-        connection: options.connection.clone(),
-        client_name: queue_events_client_name(&keys),
-        key: options.events_key(),
+        backend: options.open_backend(),
+        keys: options.keys(),
         block_timeout: options.block_timeout,
         subscriber_buffer: options.subscriber_buffer,
         queue: options.queue.clone(),
