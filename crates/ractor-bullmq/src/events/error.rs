@@ -1,6 +1,9 @@
 //! Errors of the QueueEvents side: starting, running, closing, publishing.
 
 use bullmq_redis::RedisError;
+use ractor::SpawnErr;
+
+use crate::supervision::SupervisionError;
 
 /// What went wrong with a [`QueueEvents`](super::QueueEvents) actor or a
 /// [`QueueEventsProducer`](super::QueueEventsProducer).
@@ -10,9 +13,18 @@ pub enum QueueEventsError {
     /// An option is not valid (the message names it).
     #[error("invalid QueueEvents option: {0}")]
     InvalidOption(String),
-    /// The actor could not be spawned (name already registered, or `init` of the handler failed).
+    /// The actor could not be spawned: its name is already registered, or its start failed
+    /// (then the source's source is the [`QueueEventsError`] its start returned, such as
+    /// [`QueueEventsError::HandlerInit`]).
     #[error("could not start QueueEvents: {0}")]
-    Spawn(String),
+    Spawn(#[source] SpawnErr),
+    /// The handler's [`init`](super::QueueEventsHandler::init) failed, so the actor did not start;
+    /// the source is the handler's error.
+    #[error("could not start QueueEvents: QueueEventsHandler::init failed: {0:#}")]
+    HandlerInit(#[source] anyhow::Error),
+    /// The supervisor asked to run it refused or could not start it.
+    #[error("could not start QueueEvents: {0}")]
+    Supervisor(#[source] SupervisionError),
     /// [`run`](super::QueueEventsHandle::run) was called while the read loop already runs
     /// (Node: `Queue Events is already running.`).
     #[error("QueueEvents is already running")]
