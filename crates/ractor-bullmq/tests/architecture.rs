@@ -197,7 +197,8 @@ impl CrateSources {
                     None => {
                         let _ = writeln!(
                             unresolved,
-                            "  {}:{}: `{}`: `crate::{}` is neither a module nor a re-export of lib.rs",
+                            "  {}:{}: `{}`: `crate::{}` is neither a module nor a re-export of \
+                             lib.rs",
                             file.display,
                             found.line,
                             found.segments.join("::"),

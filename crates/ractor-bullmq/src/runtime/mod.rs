@@ -11,11 +11,11 @@
 //!
 //! # Supervision
 //!
-//! Every supervisor of the tree publishes [`RuntimeEvent`]s on one broadcast channel
-//! ([`Runtime::subscribe`]). When a branch supervisor exceeds its restart intensity it fails and
-//! the root restarts it (empty: its dynamic children were started by callers, who see
-//! `SupervisorGaveUp` and decide); when the root itself exceeds its intensity, it stops the
-//! whole tree and publishes `SupervisorGaveUp` for itself.
+//! Every supervisor of the tree publishes [`RuntimeEvent`](crate::supervision::RuntimeEvent)s
+//! on one broadcast channel ([`Runtime::subscribe`]). When a branch supervisor exceeds its
+//! restart intensity it fails and the root restarts it (empty: its dynamic children were started
+//! by callers, who see `SupervisorGaveUp` and decide); when the root itself exceeds its
+//! intensity, it stops the whole tree and publishes `SupervisorGaveUp` for itself.
 //!
 //! Built on the generic [`supervision`](crate::supervision) layer; this module is where it
 //! meets the crate's actors. Each actor module says how it is supervised (its child spec:

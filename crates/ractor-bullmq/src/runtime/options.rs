@@ -6,8 +6,9 @@ use crate::supervision::SupervisorOptions;
 use crate::worker::DEFAULT_WORKER_SHUTDOWN;
 use crate::ConnectionConfig;
 
-/// Options of [`Runtime::start`](super::Runtime::start). The runtime replaces the `events` sender of the three
-/// supervisor option sets with its own channel ([`Runtime::subscribe`](super::Runtime::subscribe)).
+/// Options of [`Runtime::start`](super::Runtime::start). The runtime replaces the `events`
+/// sender of the three supervisor option sets with its own channel
+/// ([`Runtime::subscribe`](super::Runtime::subscribe)).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RuntimeOptions {

@@ -172,7 +172,8 @@ impl Runtime {
     }
 
     /// The sender the tree publishes on, for supervisors started outside the tree that should
-    /// report to the same stream (pass it to [`SupervisorOptions::events`]).
+    /// report to the same stream (pass it to
+    /// [`SupervisorOptions::events`](crate::supervision::SupervisorOptions::events)).
     pub fn event_sender(&self) -> broadcast::Sender<RuntimeEvent> {
         self.events.clone()
     }
