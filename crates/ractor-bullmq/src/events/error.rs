@@ -36,3 +36,32 @@ pub enum QueueEventsError {
     #[error(transparent)]
     Redis(#[from] RedisError),
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn start_errors_keep_their_cause_and_their_wording() {
+        let init = QueueEventsError::HandlerInit(anyhow::anyhow!("no database"));
+        assert_eq!(
+            init.to_string(),
+            "could not start QueueEvents: QueueEventsHandler::init failed: no database"
+        );
+        assert_eq!(
+            init.source().map(ToString::to_string).as_deref(),
+            Some("no database")
+        );
+
+        let supervisor = QueueEventsError::Supervisor(SupervisionError::NotRunning("qe".into()));
+        assert_eq!(
+            supervisor.to_string(),
+            "could not start QueueEvents: supervisor `qe` is not running"
+        );
+        assert!(supervisor
+            .source()
+            .is_some_and(|s| s.downcast_ref::<SupervisionError>().is_some()));
+    }
+}

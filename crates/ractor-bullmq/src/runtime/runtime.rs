@@ -12,8 +12,7 @@ use tokio::time::Instant;
 use super::options::RuntimeOptions;
 use crate::events::QueueEventsHandle;
 use crate::supervision::{
-    ChildSpec, DynamicSupervisor, RuntimeEvent, SupervisionError, Supervisor, SupervisorMsg,
-    SupervisorRef,
+    ChildSpec, DynamicSupervisor, RuntimeEvent, SupervisionError, Supervisor, SupervisorRef,
 };
 use crate::worker::{ForceDeadline, WorkerMsg};
 use crate::ConnectionConfig;
@@ -136,7 +135,7 @@ impl Runtime {
     ///
     /// [`SupervisionError::NotRunning`] while it is stopped or being restarted.
     pub fn worker_supervisor(&self) -> Result<SupervisorRef, SupervisionError> {
-        lookup(&workers_name(&self.name))
+        SupervisorRef::lookup(&workers_name(&self.name))
     }
 
     /// The current QueueEventsSupervisor (looked up by name).
@@ -145,7 +144,7 @@ impl Runtime {
     ///
     /// [`SupervisionError::NotRunning`] while it is stopped or being restarted.
     pub fn queue_events_supervisor(&self) -> Result<SupervisorRef, SupervisionError> {
-        lookup(&queue_events_name(&self.name))
+        SupervisorRef::lookup(&queue_events_name(&self.name))
     }
 
     /// Starts `spec` under the chosen branch and returns the child's cell.
@@ -236,11 +235,4 @@ pub(super) fn workers_name(runtime: &str) -> String {
 
 fn queue_events_name(runtime: &str) -> String {
     format!("{runtime}.queue_events")
-}
-
-fn lookup(name: &str) -> Result<SupervisorRef, SupervisionError> {
-    ActorRef::<SupervisorMsg>::where_is(name)
-        .filter(|a| a.get_status() < ActorStatus::Stopping)
-        .map(SupervisorRef::new)
-        .ok_or_else(|| SupervisionError::NotRunning(name.to_owned()))
 }
