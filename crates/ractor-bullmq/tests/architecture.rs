@@ -2,7 +2,8 @@
 //!
 //! - no two top-level modules (`error`, `events`, `worker`, …) depend on each other, directly or
 //!   through others: the module graph has no cycle, and the test prints a topological order;
-//! - `supervision/` references nothing else of the crate (it could be a crate of its own).
+//! - `supervision/` references nothing else of the crate (it could be a crate of its own);
+//! - no module uses `runtime/`, the application tree on top of everything.
 //!
 //! What counts as a dependency of module `a` on module `b`: a path that resolves into `b` from a
 //! file of `a` — in `use` items (including multi-line `use crate::{x, y::{z}}` groups and
@@ -71,6 +72,23 @@ fn supervision_references_nothing_outside_itself() {
     assert!(
         offending.is_empty(),
         "supervision/ must use nothing else of the crate, but:\n{offending}"
+    );
+}
+
+#[test]
+fn nothing_depends_on_the_application_tree() {
+    // `runtime/` wires every actor into the Runtime's tree; an actor module that reached back
+    // into it would make the tree a dependency of its own children.
+    let crate_src = CrateSources::read(&src_dir());
+    let mut offending = String::new();
+    for r in crate_src.references().unwrap_or_else(|e| panic!("{e}")) {
+        if !r.doc && r.target == Target::Module("runtime".into()) {
+            let _ = writeln!(offending, "  {}:{}: `{}`", r.file, r.line, r.path);
+        }
+    }
+    assert!(
+        offending.is_empty(),
+        "only lib.rs may use runtime/ (it sits on top of the module graph), but:\n{offending}"
     );
 }
 
