@@ -30,7 +30,6 @@ use super::options::QueueEventsOptions;
 use super::reader::{spawn_reader, ReaderGuard, ReaderSettings};
 use super::shared::{QueueEventsArgs, QueueEventsShared};
 use super::subscribers::{QueueEvent, Subscriber, SubscriptionId};
-use crate::supervision::{Branch, Runtime};
 
 /// Messages of the [`QueueEvents`] actor.
 #[derive(Debug)]
@@ -83,9 +82,10 @@ impl Actor for QueueEvents {
         if args.shared.has_handler() {
             let mut slot = args.shared.handler().lock().await;
             if let Some(handler) = slot.as_mut() {
-                handler.init().await.map_err(|error| {
-                    QueueEventsError::Spawn(format!("QueueEventsHandler::init failed: {error:#}"))
-                })?;
+                handler
+                    .init()
+                    .await
+                    .map_err(QueueEventsError::HandlerInit)?;
             }
         }
         args.shared.set_actor(myself);
@@ -297,28 +297,7 @@ impl QueueEventsHandle {
         let name = args.options.name.clone();
         Actor::spawn(name, QueueEvents, args.clone())
             .await
-            .map_err(|error| QueueEventsError::Spawn(error.to_string()))?;
-        Ok(Self { args })
-    }
-
-    /// Starts a QueueEvents under the [`Runtime`]'s QueueEventsSupervisor as child `id` (see
-    /// [`QueueEventsArgs::child_spec`]): restarted when it crashes, resuming after the last
-    /// delivered id with the same subscribers.
-    ///
-    /// # Errors
-    ///
-    /// [`QueueEventsError::Redis`] when Redis cannot be reached, [`QueueEventsError::Spawn`]
-    /// when the supervisor cannot start it.
-    pub async fn start_supervised(
-        runtime: &Runtime,
-        id: impl Into<String>,
-        args: QueueEventsArgs,
-    ) -> Result<Self, QueueEventsError> {
-        probe_connection(&args.options).await?;
-        runtime
-            .start_child_under(Branch::QueueEvents, args.child_spec(id))
-            .await
-            .map_err(|error| QueueEventsError::Spawn(error.to_string()))?;
+            .map_err(QueueEventsError::Spawn)?;
         Ok(Self { args })
     }
 
