@@ -25,8 +25,9 @@
 
 mod callbacks;
 mod context;
-mod dispatch;
+mod dispatcher;
 mod errors;
+mod fetched;
 mod handle;
 mod health;
 mod job_actor;
@@ -34,6 +35,8 @@ mod job_runner;
 mod lock_manager;
 mod options;
 mod outcome;
+mod settle;
+mod start;
 #[allow(clippy::module_inception)]
 mod worker;
 

@@ -73,6 +73,17 @@ pub enum JobOutcome {
     },
 }
 
+impl JobOutcome {
+    /// A job failed for good without running (a deferred failure, started too often, or a
+    /// completion the store refused because of failed children), with `reason`.
+    pub(crate) fn refused(reason: String) -> Self {
+        Self::Unrecoverable {
+            trace: format!("UnrecoverableError: {reason}"),
+            reason,
+        }
+    }
+}
+
 /// Turns how a job actor ended into a [`JobOutcome`]. A cancellation reason recorded by the
 /// worker wins over whatever the processor returned afterwards.
 pub(crate) fn classify(ended: Ended, cancelled: Option<CancelReason>) -> JobOutcome {
