@@ -582,3 +582,6 @@ impl<P> Dispatcher<P> {
         self.commands.push_back(Command::Stop);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -73,7 +73,10 @@ mod tests {
             fields(&[("name", "email"), ("data", "{}"), ("opts", "{}")]),
         );
         let (job, token) = read_fetched("q", fetched).expect("runnable");
-        assert_eq!((job.id(), job.name(), token.as_str()), ("7", "email", "tok"));
+        assert_eq!(
+            (job.id(), job.name(), token.as_str()),
+            ("7", "email", "tok")
+        );
     }
 
     #[test]

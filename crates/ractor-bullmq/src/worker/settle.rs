@@ -1,5 +1,6 @@
-//! Recording finished jobs: how a job ended becomes a finish for the next batch, and the
-//! store's answer for each finish becomes callbacks and telemetry.
+//! Recording finished jobs: how a job ended becomes a [`Verdict`] for the next finish batch,
+//! and the store's answer for each finish becomes callbacks and telemetry, read from that
+//! same verdict.
 
 use std::time::Duration;
 
@@ -8,35 +9,23 @@ use super::dispatcher::Event;
 use super::errors::WorkerError;
 use super::fetched::Unreadable;
 use super::lock_manager::LockManagerMsg;
-use super::outcome::{classify, record, Ended, JobOutcome};
+use super::outcome::{classify, decide, Ended, JobOutcome, Verdict};
 use super::worker::{Pending, WorkerState};
 use super::Job;
-use crate::store::{CorruptedJob, Fetched, Finish, FinishAction, FinishCode, FinishReply, JobFacts};
-use crate::telemetry::{self, JobTelemetry};
+use crate::store::{CorruptedJob, Fetched, FinishCode, FinishReply, JobFacts};
+use crate::telemetry::{self, AttemptEnd, JobTelemetry};
 
 impl WorkerState {
     /// A fetched job that cannot run: failed for good, without running, with the reason.
     pub(super) fn record_unreadable(&mut self, unreadable: Unreadable) {
         let Unreadable { id, token, reason } = unreadable;
         tracing::warn!(job_id = %id, %reason, "failing a job that cannot be decoded");
-        let finish = Finish {
+        self.dispatch(Event::Record(Pending {
             job_id: id,
             token,
-            action: FinishAction::Fail {
-                reason: reason.clone(),
-                stacktrace: None,
-                attempts: 0,
-                keep: Default::default(),
-            },
             facts: JobFacts::default(),
-        };
-        self.dispatch(Event::Record(Pending {
-            finish,
+            verdict: Verdict::unreadable(reason),
             job: None,
-            outcome: JobOutcome::Unrecoverable {
-                trace: reason.clone(),
-                reason,
-            },
             duration: Duration::ZERO,
         }));
     }
@@ -54,7 +43,7 @@ impl WorkerState {
         self.record_outcome(running.job, running.token, outcome, duration);
     }
 
-    /// Queues the Redis transition for a finished job (or notes it is left behind).
+    /// Queues the finish of a job that ended with `outcome` (or notes it is left behind).
     pub(super) fn record_outcome(
         &mut self,
         job: Job,
@@ -62,27 +51,27 @@ impl WorkerState {
         outcome: JobOutcome,
         duration: Duration,
     ) {
-        if let JobOutcome::RateLimited(ttl) = outcome {
-            self.dispatch(Event::RateLimited(ttl));
+        match &outcome {
+            JobOutcome::RateLimited(ttl) => self.dispatch(Event::RateLimited(*ttl)),
+            JobOutcome::LockLost | JobOutcome::Cancelled => {
+                tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
+            }
+            _ => {}
         }
-        match record(&job, &outcome, &self.opts) {
-            Some(action) => self.dispatch(Event::Record(Pending {
-                finish: Finish {
-                    job_id: job.id().to_string(),
-                    token,
-                    action,
-                    facts: JobFacts::new(
-                        job.attempts_made(),
-                        job.parent_key().is_some() || job.parent().is_some(),
-                    )
-                    .with_deduplication(job.deduplication_id().is_some()),
-                },
+        match decide(&job, outcome, &self.opts) {
+            Some(verdict) => self.dispatch(Event::Record(Pending {
+                job_id: job.id().to_string(),
+                token,
+                facts: JobFacts::new(
+                    job.attempts_made(),
+                    job.parent_key().is_some() || job.parent().is_some(),
+                )
+                .with_deduplication(job.deduplication_id().is_some()),
+                verdict,
                 job: Some(job),
-                outcome,
                 duration,
             })),
             None => {
-                tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
                 self.untrack(vec![job.id().to_string()]);
                 self.left_behind.push(job.id().to_string());
             }
@@ -107,16 +96,15 @@ impl WorkerState {
                 FinishCode::Ok => settled.push(pending),
                 FinishCode::Corrupted => {
                     let reason = reasons.next().map(|(_, reason)| reason).unwrap_or_default();
-                    let id = pending.finish.job_id.clone();
-                    self.untrack(vec![id.clone()]);
-                    self.report_corrupted(&id, pending.job, &reason, pending.duration);
+                    self.untrack(vec![pending.job_id.clone()]);
+                    self.report_corrupted(&pending.job_id, pending.job, &reason, pending.duration);
                 }
                 code => self.refused(pending, code),
             }
         }
         // Locks are renewed until Redis confirmed the finish (a batch that waits out a Redis
         // outage keeps its jobs' locks alive).
-        self.untrack(settled.iter().map(|p| p.finish.job_id.clone()).collect());
+        self.untrack(settled.iter().map(|p| p.job_id.clone()).collect());
         self.report_finished(settled);
         reply.fetched
     }
@@ -129,54 +117,39 @@ impl WorkerState {
     /// lost or taken, job moved or removed): it is left to its owner or to stalled recovery.
     fn refused(&mut self, pending: Pending, code: FinishCode) {
         let Pending {
-            finish,
+            job_id,
+            token,
+            verdict,
             job,
             duration,
             ..
         } = pending;
-        let command = match finish.action {
-            FinishAction::Retry { .. } => "retryJob",
-            FinishAction::Delay { .. } => "moveToDelayed",
-            FinishAction::RateLimit { .. } => "moveJobFromActiveToWait",
-            _ => "moveToFinished",
-        };
         let error = WorkerError::FinishRefused {
-            job_id: finish.job_id.clone(),
+            job_id: job_id.clone(),
             code,
-            command,
+            command: verdict.command(),
         };
         let reason = error.to_string();
-        telemetry::finish_refused(
-            self.store.queue_name(),
-            &self.label,
-            &finish.job_id,
-            &reason,
-        );
+        telemetry::finish_refused(self.store.queue_name(), &self.label, &job_id, &reason);
         self.callbacks.error(&error);
         let children = matches!(
             code,
             FinishCode::PendingChildren | FinishCode::FailedChildren
         );
         match job {
-            Some(job) if children && matches!(finish.action, FinishAction::Complete { .. }) => {
+            Some(job) if children && matches!(verdict, Verdict::Completed { .. }) => {
                 let outcome = if code == FinishCode::FailedChildren {
-                    JobOutcome::Unrecoverable {
-                        trace: format!("UnrecoverableError: {reason}"),
-                        reason,
-                    }
+                    JobOutcome::unrecoverable(reason)
                 } else {
-                    JobOutcome::Failed {
-                        trace: format!("Error: {reason}"),
-                        reason,
-                    }
+                    JobOutcome::failed(reason)
                 };
-                self.record_outcome(job, finish.token, outcome, duration);
+                self.record_outcome(job, token, outcome, duration);
             }
             _ => {
-                self.untrack(vec![finish.job_id.clone()]);
+                self.untrack(vec![job_id.clone()]);
                 if code == FinishCode::MissingLock {
                     // Still in active without a lock: a stalled check brings it back.
-                    self.left_behind.push(finish.job_id);
+                    self.left_behind.push(job_id);
                 }
             }
         }
@@ -190,7 +163,7 @@ impl WorkerState {
             Some(job) => JobTelemetry::from_job(job, &self.label),
             None => JobTelemetry::new(self.store.queue_name(), id, "").worker(&self.label),
         };
-        telemetry::job_failed(&jt, duration, &reason);
+        telemetry::job_finished(&jt, AttemptEnd::Failed { reason }, duration);
         self.callbacks.failed(&FailedJob {
             id: id.to_string(),
             job,
@@ -212,42 +185,38 @@ impl WorkerState {
         }
     }
 
-    /// Fires callbacks for jobs the store finished.
+    /// Fires telemetry and callbacks for jobs the store finished, from their verdicts.
     fn report_finished(&mut self, batch: Vec<Pending>) {
         for pending in batch {
-            let id = pending.finish.job_id.clone();
-            let jt = match &pending.job {
+            let Pending {
+                job_id,
+                verdict,
+                job,
+                duration,
+                ..
+            } = pending;
+            let jt = match &job {
                 Some(job) => JobTelemetry::from_job(job, &self.label),
-                None => JobTelemetry::new(self.store.queue_name(), &id, "").worker(&self.label),
+                None => JobTelemetry::new(self.store.queue_name(), &job_id, "").worker(&self.label),
             };
-            telemetry::job_finished(&jt, &pending.finish.action, pending.duration);
-            match (&pending.finish.action, &pending.outcome) {
-                (FinishAction::Complete { .. }, JobOutcome::Completed(value)) => {
-                    if let Some(job) = &pending.job {
-                        self.callbacks.completed(job, value);
+            telemetry::job_finished(&jt, verdict.attempt_end(), duration);
+            let (reason, will_retry) = match verdict {
+                Verdict::Completed { value, .. } => {
+                    if let Some(job) = &job {
+                        self.callbacks.completed(job, &value);
                     }
+                    continue;
                 }
-                (FinishAction::Fail { reason, .. }, _) => self.callbacks.failed(&FailedJob {
-                    id,
-                    job: pending.job,
-                    reason: reason.clone(),
-                    will_retry: false,
-                }),
-                (FinishAction::Retry { reason, .. }, _)
-                | (
-                    FinishAction::Delay {
-                        reason: Some(reason),
-                        ..
-                    },
-                    _,
-                ) => self.callbacks.failed(&FailedJob {
-                    id,
-                    job: pending.job,
-                    reason: reason.clone(),
-                    will_retry: true,
-                }),
-                _ => {}
-            }
+                Verdict::Failed { reason, .. } => (reason, false),
+                Verdict::Retried { reason, .. } => (reason, true),
+                Verdict::Delayed(_) | Verdict::RateLimited(_) => continue,
+            };
+            self.callbacks.failed(&FailedJob {
+                id: job_id,
+                job,
+                reason,
+                will_retry,
+            });
         }
     }
 }

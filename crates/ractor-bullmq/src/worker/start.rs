@@ -76,7 +76,12 @@ impl WorkerState {
             }
         };
         if let Some(reason) = self.refusal(&job) {
-            self.record_outcome(job, token, JobOutcome::refused(reason), Duration::ZERO);
+            self.record_outcome(
+                job,
+                token,
+                JobOutcome::unrecoverable(reason),
+                Duration::ZERO,
+            );
             return None;
         }
         let context = self.context_for(&job);

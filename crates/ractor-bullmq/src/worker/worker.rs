@@ -28,11 +28,11 @@ use super::dispatcher::{Command, Dispatcher, Event, Lifecycle, Limits};
 use super::errors::WorkerError;
 use super::lock_manager::{LockManager, LockManagerArgs, LockManagerMsg};
 use super::options::WorkerOptions;
-use super::outcome::{CancelReason, Ended, JobOutcome};
+use super::outcome::{CancelReason, Ended, Verdict};
 use super::{Job, Processor};
 use crate::store::{
-    FetchRequest, Fetched, Finish, FinishReply, RedisStore, StalledReport, Store, StoreError,
-    StoreResult, Traced,
+    FetchRequest, Fetched, Finish, FinishReply, JobFacts, RedisStore, StalledReport, Store,
+    StoreError, StoreResult, Traced,
 };
 use crate::{telemetry, ConnectionConfig};
 
@@ -205,11 +205,29 @@ pub(super) struct RunningJob {
 /// A finished job waiting for its finish batch.
 #[derive(Debug)]
 pub(super) struct Pending {
-    pub(super) finish: Finish,
+    pub(super) job_id: String,
+    /// The lock token the job was fetched with.
+    pub(super) token: String,
+    /// What the worker knows about the job (lets the store skip reads).
+    pub(super) facts: JobFacts,
+    /// What to record; the callbacks and telemetry report the same value.
+    pub(super) verdict: Verdict,
+    /// `None` for a job that could not be read.
     pub(super) job: Option<Job>,
-    pub(super) outcome: JobOutcome,
     /// How long the attempt ran (zero for jobs failed without running).
-    pub(super) duration: std::time::Duration,
+    pub(super) duration: Duration,
+}
+
+impl Pending {
+    /// The store call's item for this job.
+    fn finish(&self) -> Finish {
+        Finish {
+            job_id: self.job_id.clone(),
+            token: self.token.clone(),
+            action: self.verdict.action(),
+            facts: self.facts,
+        }
+    }
 }
 
 /// State of a Worker. When to call the store is the [`Dispatcher`]'s business; the rest is
@@ -499,12 +517,11 @@ impl WorkerState {
                     }
                 }
                 Command::GiveUp(batch) => {
-                    self.left_behind
-                        .extend(batch.into_iter().map(|p| p.finish.job_id));
+                    self.left_behind.extend(batch.into_iter().map(|p| p.job_id));
                 }
                 Command::AbandonAll(pending) => {
                     self.left_behind
-                        .extend(pending.into_iter().map(|p| p.finish.job_id));
+                        .extend(pending.into_iter().map(|p| p.job_id));
                     let running: Vec<String> = self.running.drain().map(|(id, _)| id).collect();
                     self.left_behind.extend(running);
                 }
@@ -512,8 +529,9 @@ impl WorkerState {
                     telemetry::rate_limit_hit(self.store.queue_name(), &self.label, ttl);
                 }
                 Command::ReportQueueEmpty => {
+                    // Node's name for it, kept for the callback.
                     self.callbacks.drained();
-                    telemetry::queue_drained(self.store.queue_name());
+                    telemetry::worker_queue_empty(self.store.queue_name(), &self.label);
                 }
                 Command::Stop => self.stop(myself).await,
             }
@@ -644,7 +662,7 @@ impl WorkerState {
         let store = self.store.clone();
         let me = myself.clone();
         tokio::spawn(async move {
-            let finishes: Vec<Finish> = batch.iter().map(|p| p.finish.clone()).collect();
+            let finishes: Vec<Finish> = batch.iter().map(Pending::finish).collect();
             let result = guarded(CALL_TIMEOUT, store.finish_batch(&finishes, fetch.as_ref())).await;
             let requested = fetch.map_or(0, |f| f.count);
             let _ = me.cast(internal(InternalMsg::Finished {
