@@ -98,17 +98,18 @@ impl WorkerState {
             }
         };
         let id = job.id().to_string();
-        self.running.insert(
-            id.clone(),
-            RunningJob {
-                job,
-                token: token.clone(),
-                context,
-                active,
-                _task: task,
-            },
-        );
-        self.dispatcher.handle(Event::JobStarted, Instant::now());
+        let running = RunningJob {
+            job,
+            token: token.clone(),
+            context,
+            active,
+            _task: task,
+        };
+        // Fetched again while an attempt whose lock was lost still runs here: the new attempt
+        // replaces it (dropping its task) and takes over its slot.
+        if self.running.insert(id.clone(), running).is_none() {
+            self.dispatcher.handle(Event::JobStarted, Instant::now());
+        }
         Some((id, token))
     }
 

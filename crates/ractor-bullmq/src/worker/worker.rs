@@ -1,12 +1,16 @@
 //! The Worker actor: one consumer of one queue.
 //!
-//! It owns the queue's slots: fetches jobs in batches into free slots, starts one linked job
-//! actor per job, has its linked LockManager renew their locks, and records finished jobs in
-//! batches whose round trip also fetches the next jobs. At most one fetch-or-finish call is in
-//! flight; finishes reported meanwhile accumulate into the next batch, which is how batching
-//! happens under load without any timer. When a fetch leaves slots empty, a task blocks on the
-//! queue's marker (dedicated connection) and wakes the worker; Redis errors are retried with
-//! backoff, never in a busy loop.
+//! It fetches jobs in batches into its `concurrency` slots, runs each on a task or a linked job
+//! actor, has its linked LockManager renew their locks, and records finished jobs in batches
+//! whose round trip also fetches the next jobs. When a fetch leaves slots empty, a task blocks
+//! on the queue's marker (dedicated connection) and wakes the worker; store errors are retried
+//! with backoff, never in a busy loop.
+//!
+//! *When* to call the store is decided by the [`Dispatcher`] (`dispatcher.rs`), a pure state
+//! machine: this file turns messages into its [`Event`]s and carries out its [`Command`]s
+//! (store calls as spawned tasks that answer with messages, timers, cancellations, reports).
+//! Starting fetched jobs is in `start.rs`, recording and reporting finished ones in
+//! `settle.rs`.
 //!
 //! # Supervision
 //!
