@@ -96,6 +96,8 @@ impl Internal {
 /// worker loop measurably.
 #[derive(Debug)]
 pub(super) enum InternalMsg {
+    /// A [`Command::WakeAfter`] timer fired, or `autorun` started the Worker: nothing to do
+    /// but the end-of-turn pump.
     Pump,
     /// Sent by the worker to itself: finishes reported before it are in `pending` now, so the
     /// next finish batch collects all of them (batching without a timer).
