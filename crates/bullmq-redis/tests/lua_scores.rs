@@ -61,7 +61,10 @@ async fn connect() -> anyhow::Result<Client> {
 
 /// A key of its own for each case (the tests share one Redis with other suites).
 fn key(test: &str, case: usize, role: &str) -> String {
-    format!("test:lua-scores:{}:{test}:{case}:{role}", std::process::id())
+    format!(
+        "test:lua-scores:{}:{test}:{case}:{role}",
+        std::process::id()
+    )
 }
 
 async fn run(client: &Client, script: &Script, keys: &[&str], args: &[String]) -> Vec<String> {
@@ -71,7 +74,8 @@ async fn run(client: &Client, script: &Script, keys: &[&str], args: &[String]) -
 }
 
 fn number(text: &str) -> f64 {
-    text.parse().unwrap_or_else(|_| panic!("{text:?} is not a number"))
+    text.parse()
+        .unwrap_or_else(|_| panic!("{text:?} is not a number"))
 }
 
 #[tokio::test]
@@ -109,10 +113,16 @@ async fn priority_scores_match_the_protocol_crate() -> anyhow::Result<()> {
             let lua = number(&reply[0]);
             assert_eq!(reply[1], counter.to_string(), "pc after {stored:?}");
             // What Redis stores is the double: the two must round to the same one.
-            assert_eq!(lua, expected as f64, "priority {priority}, counter {counter}");
+            assert_eq!(
+                lua, expected as f64,
+                "priority {priority}, counter {counter}"
+            );
             if priority <= MAX_PRIORITY {
                 // Within Node's PRIORITY_LIMIT every score is exact.
-                assert_eq!(lua as u64, expected, "priority {priority}, counter {counter}");
+                assert_eq!(
+                    lua as u64, expected,
+                    "priority {priority}, counter {counter}"
+                );
             }
         }
     }
@@ -161,11 +171,18 @@ async fn delayed_scores_match_the_protocol_crate() -> anyhow::Result<()> {
                 args.extend(scores.iter().map(u64::to_string));
                 let reply = run(&client, &DELAYED, &[&delayed], &args).await;
                 let _: i64 = client.del(&delayed).await?;
-                let in_bucket = scores.iter().copied().filter(|s| (min..=max).contains(s)).max();
+                let in_bucket = scores
+                    .iter()
+                    .copied()
+                    .filter(|s| (min..=max).contains(s))
+                    .max();
                 let expected = next_delayed_score(ready, in_bucket);
                 assert_eq!(number(&reply[0]), ready as f64, "ready at, case {case}");
                 let lua = number(&reply[1]);
-                assert_eq!(lua as u64, expected, "ts {timestamp} delay {delay} {scores:?}");
+                assert_eq!(
+                    lua as u64, expected,
+                    "ts {timestamp} delay {delay} {scores:?}"
+                );
                 assert_eq!(lua, expected as f64);
                 assert_eq!(ready_at_from_score(lua), ready);
             }
@@ -191,7 +208,11 @@ async fn sub_millisecond_delays_keep_their_millisecond() -> anyhow::Result<()> {
         let ready = timestamp as f64 + number(delay);
         assert_eq!(number(&reply[0]), ready);
         let score = number(&reply[1]);
-        assert_eq!(score, ready * 4096.0, "an empty bucket starts at the ready time");
+        assert_eq!(
+            score,
+            ready * 4096.0,
+            "an empty bucket starts at the ready time"
+        );
         assert_eq!(ready_at_from_score(score), ready.floor() as u64);
         assert_eq!(sequence_from_score(score as u64), sequence);
     }
@@ -226,7 +247,11 @@ async fn the_delay_marker_carries_the_earliest_due_time() -> anyhow::Result<()> 
         let at = number(&reply[1]);
         assert_eq!(at, head as f64 / 4096.0, "case {case}");
         assert_eq!(number(&reply[0]), at, "marker score, case {case}");
-        assert_eq!(at.floor() as u64, ready_at_from_score(head as f64), "case {case}");
+        assert_eq!(
+            at.floor() as u64,
+            ready_at_from_score(head as f64),
+            "case {case}"
+        );
     }
     Ok(())
 }
