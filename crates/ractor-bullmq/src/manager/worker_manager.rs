@@ -257,9 +257,11 @@ impl WorkerManagerState {
             tracing::info!(manager = %self.prefix, workers = self.workers.len(), "adopted running workers");
         }
         if let Some(autoscale) = &self.args.options.autoscale {
-            let options = QueueOptions::new(self.args.spec.connection().clone())
+            // The backend's own connection settings are used; the options' connection is not.
+            let options = QueueOptions::new(crate::ConnectionConfig::default())
                 .prefix(self.args.spec.options().prefix.clone());
-            let queue = Queue::new(self.args.spec.queue(), options).await?;
+            let spec = &self.args.spec;
+            let queue = Queue::with_backend(spec.queue(), spec.backend().as_ref(), options).await?;
             self.queue = Some(queue);
             self.timer =
                 Some(myself.send_interval(autoscale.interval, || WorkerManagerMsg::AutoscaleTick));

@@ -4,6 +4,10 @@ use std::time::Duration;
 
 use crate::supervision::SupervisorOptions;
 use crate::worker::DEFAULT_WORKER_SHUTDOWN;
+use std::sync::Arc;
+
+use bullmq_backend::Backend;
+
 use crate::ConnectionConfig;
 
 /// Options of [`Runtime::start`](super::Runtime::start). The runtime replaces the `events`
@@ -28,6 +32,9 @@ pub struct RuntimeOptions {
     /// `ConnectionConfig::default()` (`redis://127.0.0.1:6379`); see
     /// [`ConnectionConfig::from_env`].
     pub connection: ConnectionConfig,
+    /// The backend of the Workers and WorkerManagers the runtime starts; `None` (the default)
+    /// is Redis at [`connection`](Self::connection).
+    pub backend: Option<Arc<dyn Backend>>,
     /// How long a Worker stopped by the runtime (shutdown, scale down, close) may spend
     /// finishing its active jobs before they are cancelled. Default 30 s.
     pub worker_shutdown: Duration,
@@ -42,6 +49,7 @@ impl Default for RuntimeOptions {
             queue_events_supervisor: SupervisorOptions::default(),
             event_capacity: 1024,
             connection: ConnectionConfig::default(),
+            backend: None,
             worker_shutdown: DEFAULT_WORKER_SHUTDOWN,
         }
     }
@@ -75,6 +83,13 @@ impl RuntimeOptions {
     /// Sets the Redis connection of the Workers the runtime starts.
     pub fn connection(mut self, connection: ConnectionConfig) -> Self {
         self.connection = connection;
+        self
+    }
+
+    /// Sets the backend of the Workers the runtime starts (instead of Redis at
+    /// [`connection`](Self::connection)).
+    pub fn backend(mut self, backend: Arc<dyn Backend>) -> Self {
+        self.backend = Some(backend);
         self
     }
 

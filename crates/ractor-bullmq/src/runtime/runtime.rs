@@ -15,7 +15,8 @@ use crate::supervision::{
     ChildSpec, DynamicSupervisor, RuntimeEvent, SupervisionError, Supervisor, SupervisorRef,
 };
 use crate::worker::{ForceDeadline, WorkerMsg};
-use crate::ConnectionConfig;
+use bullmq_backend::Backend;
+use bullmq_redis::RedisBackend;
 
 /// Child id of the WorkerSupervisor under the root.
 const WORKER_SUPERVISOR_ID: &str = "worker_supervisor";
@@ -60,7 +61,7 @@ pub struct Runtime {
     pub(super) name: String,
     pub(super) root: SupervisorRef,
     pub(super) events: broadcast::Sender<RuntimeEvent>,
-    pub(super) connection: ConnectionConfig,
+    pub(super) backend: Arc<dyn Backend>,
     pub(super) worker_shutdown: Duration,
     pub(super) force_at: ForceDeadline,
     pub(super) next_id: Arc<AtomicU64>,
@@ -106,7 +107,9 @@ impl Runtime {
             name,
             root,
             events,
-            connection: options.connection,
+            backend: options
+                .backend
+                .unwrap_or_else(|| Arc::new(RedisBackend::new(options.connection))),
             worker_shutdown: options.worker_shutdown,
             force_at: ForceDeadline::default(),
             next_id: Arc::new(AtomicU64::new(1)),
@@ -177,9 +180,9 @@ impl Runtime {
         self.events.clone()
     }
 
-    /// The Redis connection the runtime's Workers use.
-    pub fn connection(&self) -> &ConnectionConfig {
-        &self.connection
+    /// The backend the runtime's Workers use.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
     }
 
     /// Graceful shutdown, bounded by `timeout`:

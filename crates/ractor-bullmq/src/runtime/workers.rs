@@ -2,13 +2,14 @@
 //! WorkerSupervisor and return a [`SupervisedWorker`] that follows it across restarts.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::runtime::{workers_name, Branch, Runtime};
 use crate::supervision::{SupervisionError, SupervisorLocator};
 use crate::worker::{Processor, SupervisedWorker, WorkerOptions, WorkerSpec};
 
 impl Runtime {
-    /// A [`WorkerSpec`] for `queue` with this runtime's connection and worker shutdown budget,
+    /// A [`WorkerSpec`] for `queue` with this runtime's backend and worker shutdown budget,
     /// whose stop honours [`Runtime::shutdown`]'s deadline. Start it with
     /// [`Runtime::start_worker_spec`], or hand it to a manager.
     pub fn worker_spec(
@@ -17,7 +18,7 @@ impl Runtime {
         processor: impl Processor,
         options: WorkerOptions,
     ) -> WorkerSpec {
-        WorkerSpec::new(self.connection.clone(), queue, processor, options)
+        WorkerSpec::on_backend(self.backend.clone(), queue, Arc::new(processor), options)
             .shutdown(self.worker_shutdown)
             .force_deadline(self.force_at.clone())
     }

@@ -20,9 +20,11 @@ use tokio::time::Instant;
 use super::callbacks::WorkerCallbacks;
 use super::options::WorkerOptions;
 use super::worker::{Worker, WorkerArgs, WorkerMsg};
-use super::{Job, JobContext, Processor};
+use super::Processor;
 use crate::supervision::{ChildSpec, Restart, SupervisionError};
 use crate::ConnectionConfig;
+use bullmq_backend::Backend;
+use bullmq_redis::RedisBackend;
 
 /// Default time a supervised Worker gets to finish its active jobs when it is stopped.
 pub const DEFAULT_WORKER_SHUTDOWN: Duration = Duration::from_secs(30);
@@ -70,7 +72,7 @@ impl ForceDeadline {
 /// ```
 #[derive(Clone)]
 pub struct WorkerSpec {
-    connection: ConnectionConfig,
+    backend: Arc<dyn Backend>,
     queue: String,
     processor: Arc<dyn Processor>,
     options: WorkerOptions,
@@ -92,8 +94,8 @@ impl std::fmt::Debug for WorkerSpec {
 }
 
 impl WorkerSpec {
-    /// Workers consuming `queue` on `connection` with `processor` and `options`; no callbacks,
-    /// [`Restart::Permanent`], [`DEFAULT_WORKER_SHUTDOWN`].
+    /// Workers consuming `queue` on the Redis at `connection` with `processor` and `options`;
+    /// no callbacks, [`Restart::Permanent`], [`DEFAULT_WORKER_SHUTDOWN`].
     pub fn new(
         connection: ConnectionConfig,
         queue: impl Into<String>,
@@ -110,8 +112,23 @@ impl WorkerSpec {
         processor: Arc<dyn Processor>,
         options: WorkerOptions,
     ) -> Self {
+        Self::on_backend(
+            Arc::new(RedisBackend::new(connection)),
+            queue,
+            processor,
+            options,
+        )
+    }
+
+    /// Workers consuming `queue` on `backend`: every (re)start opens fresh stores from it.
+    pub fn on_backend(
+        backend: Arc<dyn Backend>,
+        queue: impl Into<String>,
+        processor: Arc<dyn Processor>,
+        options: WorkerOptions,
+    ) -> Self {
         Self {
-            connection,
+            backend,
             queue: queue.into(),
             processor,
             options,
@@ -149,9 +166,9 @@ impl WorkerSpec {
         self
     }
 
-    /// The Redis connection.
-    pub fn connection(&self) -> &ConnectionConfig {
-        &self.connection
+    /// The backend the Workers open their stores on.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
     }
 
     /// The queue name.
@@ -184,10 +201,10 @@ impl WorkerSpec {
         &self,
         supervisor: ActorCell,
     ) -> Result<ActorRef<WorkerMsg>, SpawnErr> {
-        let args = WorkerArgs::connect(
-            &self.connection,
+        let args = WorkerArgs::open_shared(
+            self.backend.as_ref(),
             &self.queue,
-            shared(self.processor.clone()),
+            self.processor.clone(),
             self.options.clone(),
         )
         .await
@@ -214,16 +231,6 @@ impl WorkerSpec {
             async move { close_worker(cell.into(), budget, force_at).await }
         })
     }
-}
-
-/// A processor closure over a shared processor (what `WorkerArgs` takes).
-fn shared(
-    processor: Arc<dyn Processor>,
-) -> impl Fn(Job, JobContext) -> futures::future::BoxFuture<'static, anyhow::Result<serde_json::Value>>
-       + Send
-       + Sync
-       + 'static {
-    move |job, ctx| processor.process(job, ctx)
 }
 
 /// Closes a Worker: gracefully for most of `budget` (or until the shutdown deadline), then
