@@ -46,8 +46,8 @@ pub use queue::{
     RemoveOutcome,
 };
 pub use worker::{
-    CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode,
-    FinishReply, JobUpdates, Receipt, Retention, StalledReport, WorkerStore,
+    CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
+    JobUpdates, Receipt, Retention, StalledReport, WorkerStore,
 };
 
 /// A change of a store's connection.

@@ -83,8 +83,7 @@ fn add_one(
         Some(id) if !id.is_empty() => id.clone(),
         _ => q.id_counter.to_string(),
     };
-    if job.custom_id.as_deref().is_some_and(|id| !id.is_empty()) && q.jobs.contains_key(&job_id)
-    {
+    if job.custom_id.as_deref().is_some_and(|id| !id.is_empty()) && q.jobs.contains_key(&job_id) {
         q.emit_queue(now, "duplicated", &[("jobId", job_id.clone())]);
         return AddResult::Id(job_id);
     }
@@ -122,10 +121,22 @@ fn add_one(
         "added",
         &[("jobId", job_id.clone()), ("name", job.name.clone())],
     );
-    place_new_job(q, &job_id, job.timestamp_ms, delay, priority, opt_true(opts, "lifo"), now);
+    place_new_job(
+        q,
+        &job_id,
+        job.timestamp_ms,
+        delay,
+        priority,
+        opt_true(opts, "lifo"),
+        now,
+    );
 
     let job_key = q.job_key(&job_id);
-    if let Some(deps) = job.parent.as_ref().and_then(|p| p.dependencies_key.as_deref()) {
+    if let Some(deps) = job
+        .parent
+        .as_ref()
+        .and_then(|p| p.dependencies_key.as_deref())
+    {
         register_dependency(queues, deps, job_key);
     }
     AddResult::Id(job_id)

@@ -356,7 +356,10 @@ fn child_keys(q: &QueueState, id: &str) -> Vec<String> {
     if let Some(deps) = q.dependencies.get(id) {
         keys.extend(deps.iter().cloned());
     }
-    for map in [q.processed.get(id), q.failed_children.get(id)].into_iter().flatten() {
+    for map in [q.processed.get(id), q.failed_children.get(id)]
+        .into_iter()
+        .flatten()
+    {
         keys.extend(map.keys().cloned());
     }
     if let Some(set) = q.unsuccessful.get(id) {
@@ -388,9 +391,8 @@ fn locked_deep(
         .unwrap_or_default();
     pending.sort();
     pending.iter().any(|key| {
-        super::queue_state::split_job_key(key).is_some_and(|(b, child)| {
-            locked_deep(queues, b, child, true, now, depth + 1)
-        })
+        super::queue_state::split_job_key(key)
+            .is_some_and(|(b, child)| locked_deep(queues, b, child, true, now, depth + 1))
     })
 }
 
@@ -432,7 +434,13 @@ fn remove_everywhere(
 /// One kind's metrics, points `start..=end`.
 pub(crate) fn metrics(m: &MetricsStore, start: i64, end: i64) -> Metrics {
     let data = match range_indices(m.data.len(), start, end) {
-        Some((from, to)) => m.data.iter().skip(from).take(to - from + 1).copied().collect(),
+        Some((from, to)) => m
+            .data
+            .iter()
+            .skip(from)
+            .take(to - from + 1)
+            .copied()
+            .collect(),
         None => Vec::new(),
     };
     Metrics {

@@ -109,9 +109,12 @@ pub(crate) fn fetch(
 
     let meta_max = q.meta.get("max").map(|v| lua_number(v));
     let meta_duration = q.meta.get("duration").map(|v| lua_number(v));
-    let limiter = request
-        .limiter
-        .map(|(max, window)| (u64::from(max), u64::try_from(window.as_millis()).unwrap_or(u64::MAX)));
+    let limiter = request.limiter.map(|(max, window)| {
+        (
+            u64::from(max),
+            u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+        )
+    });
     let max_jobs = meta_max.or(limiter.map(|(max, _)| max).filter(|m| *m > 0));
     let window = limiter
         .map(|(_, w)| w)
@@ -201,11 +204,9 @@ pub(crate) fn fetch(
         let hash = &q.jobs[id];
         fetched.jobs.push(match JobRecord::decode(id, hash) {
             Ok(record) => FetchedJob::new(token, record),
-            Err(error) => FetchedJob::unreadable(
-                id.clone(),
-                token,
-                format!("corrupted job hash: {error}"),
-            ),
+            Err(error) => {
+                FetchedJob::unreadable(id.clone(), token, format!("corrupted job hash: {error}"))
+            }
         });
     }
 

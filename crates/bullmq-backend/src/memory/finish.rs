@@ -10,7 +10,9 @@ use super::fetch::fetch;
 use super::flow::{child_completed, child_failed, parent_of, ParentOf};
 use super::queue_state::{Expiring, JobHash, MetricsStore, QueueState};
 use super::Queues;
-use crate::worker::{Finish, FinishAction, FinishCode, FinishReply, FetchRequest, Fetched, Retention};
+use crate::worker::{
+    FetchRequest, Fetched, Finish, FinishAction, FinishCode, FinishReply, Retention,
+};
 
 /// Finishes `finishes` in order, then fetches with `fetch` (in the same atomic step).
 pub(crate) fn finish_batch(
@@ -64,7 +66,8 @@ pub(crate) fn finish_batch(
         looked = true;
     }
     let f: &Fetched = &reply.fetched;
-    let quiet = !looked || (f.rate_limited_for.is_zero() && f.next_delayed_at.is_none() && !f.gated);
+    let quiet =
+        !looked || (f.rate_limited_for.is_zero() && f.next_delayed_at.is_none() && !f.gated);
     if finished_any
         && f.jobs.is_empty()
         && quiet
@@ -145,7 +148,18 @@ fn finish_one(
 
     match &finish.action {
         FinishAction::Complete { returnvalue, keep } => {
-            finish_for_good(queues, base, id, true, returnvalue, None, *keep, &atm, parent, now);
+            finish_for_good(
+                queues,
+                base,
+                id,
+                true,
+                returnvalue,
+                None,
+                *keep,
+                &atm,
+                parent,
+                now,
+            );
             Outcome::Finished { completed: true }
         }
         FinishAction::Fail {
@@ -279,7 +293,11 @@ fn finish_for_good(
         }
     }
     let q = queues.queue(base);
-    let field = if completed { "returnvalue" } else { "failedReason" };
+    let field = if completed {
+        "returnvalue"
+    } else {
+        "failedReason"
+    };
     if keep.count == Some(0) {
         q.delete_job_keys(id);
     } else {
@@ -388,7 +406,10 @@ pub(crate) fn finalize_dedup(queues: &mut Queues, base: &str, id: &str, now: u64
         opt_number(&de, "ttl").map(|t| t.floor() as i64)
     };
     let delay = opt_number(&opts, "delay").unwrap_or(0.0).max(0.0).floor() as u64;
-    let priority = opt_number(&opts, "priority").unwrap_or(0.0).max(0.0).floor() as u64;
+    let priority = opt_number(&opts, "priority")
+        .unwrap_or(0.0)
+        .max(0.0)
+        .floor() as u64;
 
     q.id_counter += 1;
     let job_id = if !kept.job_id.is_empty() && !q.jobs.contains_key(&kept.job_id) {

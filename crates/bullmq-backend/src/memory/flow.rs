@@ -17,7 +17,9 @@ pub(crate) struct ParentOf {
 
 impl ParentOf {
     fn flag(&self, name: &str) -> bool {
-        self.policy.get(name).is_some_and(|v| v.as_bool() == Some(true))
+        self.policy
+            .get(name)
+            .is_some_and(|v| v.as_bool() == Some(true))
     }
 }
 
@@ -58,18 +60,26 @@ pub(crate) fn parent_of(q: &QueueState, job_id: &str) -> Result<Option<ParentOf>
 
 /// Moves a parent out of `waiting-children` into delayed / prioritized / wait.
 pub(crate) fn release_parent(queues: &mut Queues, base: &str, parent_id: &str, now: u64) {
-    let Some(q) = queues.existing(base) else { return };
+    let Some(q) = queues.existing(base) else {
+        return;
+    };
     if !q.jobs.contains_key(parent_id) || !q.waiting_children.remove(parent_id) {
         return;
     }
     let delay = q.int_field(parent_id, "delay");
     if delay > 0 {
         let ready_at = now.saturating_add(delay);
-        q.delayed.add(bullmq_protocol::score::delayed_score(ready_at, 0), parent_id);
+        q.delayed.add(
+            bullmq_protocol::score::delayed_score(ready_at, 0),
+            parent_id,
+        );
         q.emit(
             now,
             "delayed",
-            &[("jobId", parent_id.to_owned()), ("delay", ready_at.to_string())],
+            &[
+                ("jobId", parent_id.to_owned()),
+                ("delay", ready_at.to_string()),
+            ],
         );
         q.signal_delayed();
         return;
@@ -132,7 +142,10 @@ pub(crate) fn child_failed(
     if !removed {
         return;
     }
-    let pending_left = q.dependencies.get(&parent.id).is_some_and(|d| !d.is_empty());
+    let pending_left = q
+        .dependencies
+        .get(&parent.id)
+        .is_some_and(|d| !d.is_empty());
     if !pending_left {
         q.dependencies.remove(&parent.id);
     }
@@ -185,7 +198,9 @@ pub(crate) fn detach_from_parent(
     hard: bool,
     now: u64,
 ) {
-    let Some(q) = queues.existing(base) else { return };
+    let Some(q) = queues.existing(base) else {
+        return;
+    };
     let Some(parent_key) = q.field(job_id, "parentKey").filter(|k| !k.is_empty()) else {
         return;
     };
@@ -200,7 +215,12 @@ pub(crate) fn detach_from_parent(
         .dependencies
         .get_mut(&parent_id)
         .is_some_and(|deps| deps.remove(&child_key));
-    if !removed || parent_q.dependencies.get(&parent_id).is_some_and(|d| !d.is_empty()) {
+    if !removed
+        || parent_q
+            .dependencies
+            .get(&parent_id)
+            .is_some_and(|d| !d.is_empty())
+    {
         return;
     }
     parent_q.dependencies.remove(&parent_id);

@@ -188,10 +188,8 @@ impl QueueState {
         if let Some(configured) = self.meta.get("opts.maxLenEvents") {
             return configured.trim().parse().unwrap_or(DEFAULT_MAX_EVENTS);
         }
-        self.meta.insert(
-            "opts.maxLenEvents".into(),
-            DEFAULT_MAX_EVENTS.to_string(),
-        );
+        self.meta
+            .insert("opts.maxLenEvents".into(), DEFAULT_MAX_EVENTS.to_string());
         if with_version {
             self.meta
                 .entry("version".into())
@@ -237,7 +235,9 @@ impl QueueState {
 
     /// Global concurrency from meta (`concurrency`), ignored when not a number.
     pub(crate) fn global_concurrency(&self) -> Option<u64> {
-        self.meta.get("concurrency").and_then(|c| c.trim().parse().ok())
+        self.meta
+            .get("concurrency")
+            .and_then(|c| c.trim().parse().ok())
     }
 
     /// Paused, or at its global concurrency: no worker is woken for a new job.
@@ -291,7 +291,10 @@ impl QueueState {
     pub(crate) fn push_delayed(&mut self, now: u64, job_id: &str, ready_at: u64, queue_side: bool) {
         let score = self.next_delayed_score(ready_at);
         self.delayed.add(score, job_id);
-        let fields = [("jobId", job_id.to_owned()), ("delay", ready_at.to_string())];
+        let fields = [
+            ("jobId", job_id.to_owned()),
+            ("delay", ready_at.to_string()),
+        ];
         if queue_side {
             self.emit_queue(now, "delayed", &fields);
         } else {

@@ -112,7 +112,11 @@ impl ZSet {
 /// concrete indices; `None` when the range is empty.
 pub(crate) fn range_indices(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
     let len = i64::try_from(len).unwrap_or(i64::MAX);
-    let start = if start < 0 { (len + start).max(0) } else { start };
+    let start = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
     let end = if end < 0 { len + end } else { end.min(len - 1) };
     if len == 0 || start > end || start >= len || end < 0 {
         return None;

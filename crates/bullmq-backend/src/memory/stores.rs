@@ -57,7 +57,11 @@ impl Handle<'_> {
             }
             let text = progress.to_string();
             q.set_field(job_id, "progress", text.clone());
-            q.emit_queue(now, "progress", &[("jobId", job_id.to_owned()), ("data", text)]);
+            q.emit_queue(
+                now,
+                "progress",
+                &[("jobId", job_id.to_owned()), ("data", text)],
+            );
             Ok(())
         })
     }
@@ -164,12 +168,14 @@ impl QueueAdmin for MemoryQueueStore {
     async fn get_job(&self, job_id: &str) -> BackendResult<Option<JobRecord>> {
         self.queue(|q, _| match q.jobs.get(job_id) {
             None => Ok(None),
-            Some(hash) => JobRecord::decode(job_id, hash)
-                .map(Some)
-                .map_err(|source| BackendError::Decode {
-                    job_id: job_id.to_owned(),
-                    source,
-                }),
+            Some(hash) => {
+                JobRecord::decode(job_id, hash)
+                    .map(Some)
+                    .map_err(|source| BackendError::Decode {
+                        job_id: job_id.to_owned(),
+                        source,
+                    })
+            }
         })
     }
 
@@ -391,7 +397,12 @@ impl WorkerStore for MemoryWorkerStore {
     ) -> BackendResult<StalledReport> {
         self.handle().check()?;
         self.world.with_queue(&self.base, |q, now| {
-            Ok(locks::check_stalled(q, max_stalled_count, ms(interval), now))
+            Ok(locks::check_stalled(
+                q,
+                max_stalled_count,
+                ms(interval),
+                now,
+            ))
         })
     }
 
