@@ -234,8 +234,10 @@ pub async fn logs_progress_and_data(backend: Arc<dyn Backend>, queue: &str) {
 /// A worker collecting metrics counts finished jobs; the first finish opens the counters
 /// with no data point yet. A worker without metrics counts nothing.
 pub async fn metrics_count_finished_jobs(backend: Arc<dyn Backend>, queue: &str) {
-    let mut options = WorkerStoreOptions::default();
-    options.metrics_max_points = 10;
+    let options = WorkerStoreOptions {
+        metrics_max_points: 10,
+        ..WorkerStoreOptions::default()
+    };
     let c = Ctx::with_options(backend.clone(), queue, options).await;
     let empty = c
         .queue

@@ -351,7 +351,7 @@ pub async fn stalled_jobs_recovered(backend: Arc<dyn Backend>, queue: &str) {
         );
         sleep_ms(600).await;
         let report = c.worker.check_stalled(1, interval).await.unwrap();
-        assert_eq!(report.recovered, [id.clone()], "round {round}");
+        assert_eq!(report.recovered, std::slice::from_ref(&id), "round {round}");
         assert_eq!(c.state(&id).await, JobState::Waiting);
         let record = c.queue.get_job(&id).await.unwrap().unwrap();
         assert_eq!(record.stalled_counter, round);
