@@ -37,6 +37,8 @@ mod locks;
 mod queue_state;
 mod sets;
 mod stores;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
