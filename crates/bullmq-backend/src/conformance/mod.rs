@@ -18,6 +18,7 @@
 mod admin;
 mod events;
 mod jobs;
+mod modes;
 mod worker;
 
 use std::collections::HashMap;
@@ -45,6 +46,10 @@ pub use jobs::{
     add_and_read_back, bulk_add_keeps_order, custom_id_duplicate, deduplication_ttl_expires,
     deduplication_window_and_release, delayed_job_promoted_when_due, priorities_and_lifo_order,
 };
+pub use modes::{
+    deduplication_extend, deduplication_modes, flow_children_block_parent_completion,
+    retention_by_age, retry_placement,
+};
 pub use worker::{
     complete_with_retention, extend_locks_renews_own_locks, fetch_locks_and_counts_attempts,
     finish_and_fetch_in_one_call, lock_checks_on_finish, pause_gates_fetch, rate_limits,
@@ -65,6 +70,11 @@ macro_rules! conformance_tests {
             custom_id_duplicate,
             deduplication_window_and_release,
             deduplication_ttl_expires,
+            deduplication_modes,
+            deduplication_extend,
+            retry_placement,
+            retention_by_age,
+            flow_children_block_parent_completion,
             priorities_and_lifo_order,
             delayed_job_promoted_when_due,
             fetch_locks_and_counts_attempts,
