@@ -16,6 +16,7 @@
 //! ```
 
 mod admin;
+pub mod differential;
 mod events;
 mod jobs;
 mod modes;
