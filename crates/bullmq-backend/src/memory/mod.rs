@@ -9,6 +9,30 @@
 //! is. Blocking calls (`EventStream::read`, `WorkerStore::wait_for_job`) wait on a
 //! `tokio::sync::Notify` outside the lock.
 //!
+//! What it covers, as the scripts do: the states (wait, active, prioritized with the priority
+//! counter, delayed with its per-millisecond sequence, completed, failed, waiting-children),
+//! LIFO, custom ids (`duplicated`, the id counter moving on every add), deduplication (`de`:
+//! plain window, ttl, extend, replace, reschedule, keepLastIfActive, released when its job
+//! completes, fails for good or is removed), promotion of due delayed jobs on fetch, attempts
+//! started (`ats`) and made (`atm`), retries (to wait, front with lifo, prioritized) and
+//! backoff (to delayed), final failures with `retries-exhausted`, lock tokens with expiry and
+//! their checks on finish, lock renewal, stalled recovery (`stc`, the deferred failure `defa`
+//! past `max_stalled_count`, once per interval), retention by count and age, the per-minute
+//! metrics, pause/resume, the worker limiter and `RateLimit`, global concurrency and the
+//! global limiter when the meta holds them (`concurrency`, `max`/`duration`), flow children
+//! (parent must exist, pending children block completion, parent policies on failure, removal
+//! with children), job logs with keep, progress, data, drain, clean, obliterate, remove, the
+//! event log with the scripts' event names and fields, and `drained`.
+//!
+//! What differs from Redis: the event log is trimmed to exactly `opts.maxLenEvents` (Redis trims
+//! approximately, whole stream nodes at a time, so it keeps somewhat more); `wait_for_job`
+//! sleeps until the earliest delayed job is due and then returns `true` (Redis' marker carries
+//! that time for the worker to wait on); job schedulers (`repeat`) and the legacy `paused`
+//! list do not exist here (nothing in the seam creates them), so the admin calls never meet a
+//! scheduler's job; records cannot be corrupted through the seam, so the corrupted-record
+//! paths (`Fetched::corrupted`, `FinishCode::Corrupted`) are never taken; there is no
+//! connection to lose (`connection_changes` is `None`, `reconnect` does nothing).
+//!
 //! Time is read from the backend's clock, [`crate::now_ms`] unless [`MemoryBackend::with_clock`]
 //! says otherwise; lock, limiter and deduplication expiries are compared with it when read.
 //!

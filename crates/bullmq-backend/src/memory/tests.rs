@@ -217,3 +217,62 @@ async fn global_concurrency_from_meta_caps_active_jobs() {
     let second = f.worker.fetch_batch(&request).await.unwrap();
     assert!(second.jobs.is_empty() && second.gated, "{second:?}");
 }
+
+#[tokio::test]
+async fn clones_share_queues_and_prefixes_separate_them() {
+    let f = Fixture::new().await;
+    let clone = f.backend.clone();
+    let same = clone
+        .queue_store(&QueueKeys::new("bull", "q"))
+        .await
+        .unwrap();
+    let other = clone
+        .queue_store(&QueueKeys::new("other", "q"))
+        .await
+        .unwrap();
+    f.add("{}").await;
+    assert_eq!(same.get_counts(&[JobState::Waiting]).await.unwrap(), [1]);
+    assert_eq!(other.get_counts(&[JobState::Waiting]).await.unwrap(), [0]);
+    assert_eq!(f.backend.queue_names(), ["bull:q", "other:q"]);
+}
+
+#[tokio::test]
+async fn closed_stores_refuse_calls() {
+    let f = Fixture::new().await;
+    f.queue.close().await.unwrap();
+    assert!(matches!(
+        f.queue.get_counts(&[JobState::Waiting]).await,
+        Err(crate::BackendError::Closed)
+    ));
+    f.worker.close().await;
+    let request = FetchRequest::new(1, "w", Duration::from_secs(1));
+    assert!(matches!(
+        f.worker.fetch_batch(&request).await,
+        Err(crate::BackendError::Closed)
+    ));
+    assert!(matches!(
+        f.worker.wait_for_job(Duration::from_secs(5)).await,
+        Err(crate::BackendError::Closed)
+    ));
+}
+
+#[tokio::test]
+async fn wait_for_job_wakes_when_a_delayed_job_is_due() {
+    let backend = MemoryBackend::new();
+    let keys = QueueKeys::new("bull", "d");
+    let queue = backend.queue_store(&keys).await.unwrap();
+    let worker = backend
+        .worker_store(&keys, &WorkerStoreOptions::default())
+        .await
+        .unwrap();
+    let job = NewJob::new("j", "{}", r#"{"delay":200}"#, crate::now_ms());
+    queue.add(&job).await.unwrap();
+    let started = std::time::Instant::now();
+    assert!(worker.wait_for_job(Duration::from_secs(10)).await.unwrap());
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "woken by the due time"
+    );
+    let request = FetchRequest::new(1, "w", Duration::from_secs(30));
+    assert_eq!(worker.fetch_batch(&request).await.unwrap().jobs.len(), 1);
+}
