@@ -33,11 +33,9 @@ async fn fetch_renew_and_delay_through_the_redis_store() -> anyhow::Result<()> {
     let (first, second) = (&fetched.jobs[0], &fetched.jobs[1]);
     assert_eq!((first.id.as_str(), first.token.as_str()), ("1", "tok:0"));
     assert_eq!(second.token, "tok:1");
-    assert_eq!(first.fields.get("ats").map(String::as_str), Some("1"));
-    assert_eq!(
-        first.fields.get("pb").map(String::as_str),
-        Some("store-test")
-    );
+    let record = first.job.as_ref().expect("a readable job");
+    assert_eq!(record.attempts_started, 1);
+    assert_eq!(record.processed_by.as_deref(), Some("store-test"));
 
     let client = raw_client().await?;
     let lock: Option<String> = client.get(format!("{PREFIX}:{queue}:1:lock")).await?;

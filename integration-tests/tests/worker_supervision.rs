@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use ractor_bullmq::store::{
-    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
+    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobUpdates,
     StalledReport, Store, StoreResult,
 };
+use ractor_bullmq::protocol::JobRecord;
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerOptions};
 use serde_json::json;
@@ -42,7 +43,8 @@ impl FakeStore {
                     ("data".to_string(), "{}".to_string()),
                     ("opts".to_string(), r#"{"attempts":0}"#.to_string()),
                 ]);
-                FetchedJob::new(id.clone(), format!("t-{id}"), fields)
+                let record = JobRecord::decode(&id, &fields).expect("a valid job");
+                FetchedJob::new(format!("t-{id}"), record)
             })
             .collect();
         Fetched::with_jobs(jobs)
@@ -56,6 +58,19 @@ impl FakeStore {
             .filter(|f| matches!(f.action, FinishAction::Complete { .. }))
             .map(|f| f.job_id.clone())
             .collect()
+    }
+}
+
+#[async_trait]
+impl JobUpdates for FakeStore {
+    async fn update_progress(&self, _id: &str, _p: &serde_json::Value) -> StoreResult<bool> {
+        Ok(true)
+    }
+    async fn add_log(&self, _id: &str, _line: &str, _keep: Option<u64>) -> StoreResult<Option<u64>> {
+        Ok(Some(1))
+    }
+    async fn update_data(&self, _id: &str, _data: &serde_json::Value) -> StoreResult<bool> {
+        Ok(true)
     }
 }
 
@@ -95,15 +110,6 @@ impl Store for FakeStore {
     async fn wait_for_job(&self, timeout: Duration) -> StoreResult<bool> {
         tokio::time::sleep(timeout.min(Duration::from_millis(50))).await;
         Ok(false)
-    }
-    async fn update_progress(&self, _id: &str, _p: &serde_json::Value) -> StoreResult<()> {
-        Ok(())
-    }
-    async fn add_log(&self, _id: &str, _line: &str, _keep: Option<u64>) -> StoreResult<u64> {
-        Ok(1)
-    }
-    async fn update_data(&self, _id: &str, _data: &serde_json::Value) -> StoreResult<()> {
-        Ok(())
     }
     async fn close(&self) {}
 }

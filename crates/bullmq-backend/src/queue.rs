@@ -176,15 +176,15 @@ pub trait QueueAdmin: Send + Sync + 'static {
     /// The number of jobs in each state, in the order given.
     async fn get_counts(&self, states: &[JobState]) -> BackendResult<Vec<u64>>;
 
-    /// Job ids in `states` (each state's range `start..=end`, negative from the end, as Node's
-    /// `getRanges`), concatenated in the order given; duplicates kept.
+    /// Job ids in each of `states` (its range `start..=end`, negative from the end, as Node's
+    /// `getRanges`), one list per state in the order given.
     async fn get_ranges(
         &self,
         states: &[JobState],
         start: i64,
         end: i64,
         ascending: bool,
-    ) -> BackendResult<Vec<String>>;
+    ) -> BackendResult<Vec<Vec<String>>>;
 
     /// The state of one job ([`JobState::Unknown`] when it does not exist).
     async fn get_state(&self, job_id: &str) -> BackendResult<JobState>;

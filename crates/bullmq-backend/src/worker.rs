@@ -56,7 +56,6 @@ impl Receipt {
 
 /// One job moved to active for this worker.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub struct FetchedJob {
     /// The job id.
     pub id: String,
@@ -112,7 +111,6 @@ pub struct CorruptedJob {
 
 /// What a fetch returned.
 #[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
 pub struct Fetched {
     /// Jobs now active and locked for this worker, in the order they were taken.
     pub jobs: Vec<FetchedJob>,
@@ -189,9 +187,9 @@ impl Retention {
     }
 }
 
-/// What to do with one job a worker holds.
+/// What to do with one job a worker holds. Exhaustive on purpose: a new action must be
+/// implemented by every backend.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum FinishAction {
     /// Completed with `returnvalue` (JSON text).
     Complete {
@@ -318,7 +316,6 @@ impl FinishCode {
 
 /// Reply of [`WorkerStore::finish_batch`].
 #[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
 pub struct FinishReply {
     /// One code per finish, in order.
     pub codes: Vec<FinishCode>,
@@ -342,7 +339,6 @@ impl FinishReply {
 
 /// What one stalled check did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct StalledReport {
     /// Lock-less jobs moved back to wait (those stalled more than `max_stalled_count` times
     /// carry a deferred failure and are failed by the worker that fetches them).
@@ -367,32 +363,25 @@ impl StalledReport {
 /// also used by the admin side.
 #[async_trait]
 pub trait JobUpdates: Send + Sync + 'static {
-    /// Stores a job's progress (JSON) and emits `progress`.
-    ///
-    /// # Errors
-    ///
-    /// [`BackendError::JobNotFound`] when the job no longer exists.
+    /// Stores a job's progress (JSON) and emits `progress`; `false` when the job does not
+    /// exist (nothing written).
     async fn update_progress(
         &self,
         job_id: &str,
         progress: &serde_json::Value,
-    ) -> BackendResult<()>;
+    ) -> BackendResult<bool>;
 
     /// Appends a line to the job's log, keeping the newest `keep_logs` lines; returns the
-    /// number of lines kept.
-    ///
-    /// # Errors
-    ///
-    /// [`BackendError::JobNotFound`] when the job no longer exists.
-    async fn add_log(&self, job_id: &str, line: &str, keep_logs: Option<u64>)
-        -> BackendResult<u64>;
+    /// number of lines kept, `None` when the job does not exist (nothing written).
+    async fn add_log(
+        &self,
+        job_id: &str,
+        line: &str,
+        keep_logs: Option<u64>,
+    ) -> BackendResult<Option<u64>>;
 
-    /// Replaces the job's data.
-    ///
-    /// # Errors
-    ///
-    /// [`BackendError::JobNotFound`] when the job no longer exists.
-    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<()>;
+    /// Replaces the job's data; `false` when the job does not exist (nothing written).
+    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool>;
 }
 
 /// What a Worker needs from the backend holding its queue. One store serves one worker of one
@@ -468,5 +457,87 @@ pub trait WorkerStore: JobUpdates {
             .ok_or(BackendError::JobNotFound {
                 job_id: job_id.to_string(),
             })
+    }
+}
+
+/// A shared store is a store: wrappers (such as a tracing one) take an `Arc<dyn WorkerStore>`
+/// from a [`Backend`](crate::Backend) as they take a concrete store.
+#[async_trait]
+impl<T: JobUpdates + ?Sized> JobUpdates for std::sync::Arc<T> {
+    async fn update_progress(
+        &self,
+        job_id: &str,
+        progress: &serde_json::Value,
+    ) -> BackendResult<bool> {
+        (**self).update_progress(job_id, progress).await
+    }
+
+    async fn add_log(
+        &self,
+        job_id: &str,
+        line: &str,
+        keep_logs: Option<u64>,
+    ) -> BackendResult<Option<u64>> {
+        (**self).add_log(job_id, line, keep_logs).await
+    }
+
+    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
+        (**self).update_data(job_id, data).await
+    }
+}
+
+#[async_trait]
+impl<T: WorkerStore + ?Sized> WorkerStore for std::sync::Arc<T> {
+    fn queue_name(&self) -> &str {
+        (**self).queue_name()
+    }
+
+    async fn fetch_batch(&self, request: &FetchRequest) -> BackendResult<Fetched> {
+        (**self).fetch_batch(request).await
+    }
+
+    async fn finish_batch(
+        &self,
+        finishes: &[Finish],
+        fetch: Option<&FetchRequest>,
+    ) -> BackendResult<FinishReply> {
+        (**self).finish_batch(finishes, fetch).await
+    }
+
+    async fn extend_locks(
+        &self,
+        jobs: &[(String, String)],
+        lock_duration: Duration,
+    ) -> BackendResult<Vec<String>> {
+        (**self).extend_locks(jobs, lock_duration).await
+    }
+
+    async fn check_stalled(
+        &self,
+        max_stalled_count: u32,
+        interval: Duration,
+    ) -> BackendResult<StalledReport> {
+        (**self).check_stalled(max_stalled_count, interval).await
+    }
+
+    async fn wait_for_job(&self, timeout: Duration) -> BackendResult<bool> {
+        (**self).wait_for_job(timeout).await
+    }
+
+    fn connection_changes(&self) -> Option<broadcast::Receiver<ConnectionChange>> {
+        (**self).connection_changes()
+    }
+
+    async fn close(&self) {
+        (**self).close().await;
+    }
+
+    async fn move_to_delayed(
+        &self,
+        job_id: &str,
+        token: &str,
+        delay: Duration,
+    ) -> BackendResult<FinishCode> {
+        (**self).move_to_delayed(job_id, token, delay).await
     }
 }

@@ -4,11 +4,15 @@
 //! Nothing here knows about actors; the runtime crate (`ractor-bullmq`) builds on these
 //! functions.
 
+pub mod backend;
 pub mod connection;
 pub mod error;
 pub mod events;
 pub mod script;
 
+pub use backend::{
+    RedisBackend, RedisEventPublisher, RedisEventStream, RedisQueueStore, RedisWorkerStore,
+};
 pub use connection::{ConnectionConfig, Connections, ACCEPTED_SCHEMES};
 pub use error::{RedisError, Result};
 pub use fred;

@@ -37,7 +37,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::store::{
-    FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult,
+    JobUpdates, FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult,
 };
 use crate::worker::{classify, run_job, JobContext, Processor, WorkerCallbacks};
 
@@ -259,10 +259,13 @@ impl RecordingStore {
     }
 }
 
-fn unsupported(operation: &str) -> StoreError {
-    StoreError::Other(format!(
-        "{operation} is not available in ractor_bullmq::testing (no queue behind the context)"
-    ))
+/// A worker call made on the recording store, which has no queue behind it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} is not available in ractor_bullmq::testing (no queue behind the context)")]
+struct Unsupported(&'static str);
+
+fn unsupported(operation: &'static str) -> StoreError {
+    StoreError::backend(Unsupported(operation))
 }
 
 #[async_trait]
@@ -303,23 +306,26 @@ impl Store for RecordingStore {
         Err(unsupported("wait_for_job"))
     }
 
-    async fn update_progress(&self, _job_id: &str, progress: &Value) -> StoreResult<()> {
+    async fn close(&self) {}
+}
+
+#[async_trait]
+impl JobUpdates for RecordingStore {
+    async fn update_progress(&self, _job_id: &str, progress: &Value) -> StoreResult<bool> {
         self.lock().progress.push(progress.clone());
-        Ok(())
+        Ok(true)
     }
 
-    async fn add_log(&self, _job_id: &str, line: &str, keep_logs: Option<u64>) -> StoreResult<u64> {
+    async fn add_log(&self, _job_id: &str, line: &str, keep_logs: Option<u64>) -> StoreResult<Option<u64>> {
         let mut recorded = self.lock();
         recorded.logs.push(line.to_string());
         let total = u64::try_from(recorded.logs.len()).unwrap_or(u64::MAX);
         // Report the count Redis would keep, so code reading the return value behaves alike.
-        Ok(keep_logs.map_or(total, |keep| total.min(keep)))
+        Ok(Some(keep_logs.map_or(total, |keep| total.min(keep))))
     }
 
-    async fn update_data(&self, _job_id: &str, data: &Value) -> StoreResult<()> {
+    async fn update_data(&self, _job_id: &str, data: &Value) -> StoreResult<bool> {
         self.lock().data_updates.push(data.clone());
-        Ok(())
+        Ok(true)
     }
-
-    async fn close(&self) {}
 }

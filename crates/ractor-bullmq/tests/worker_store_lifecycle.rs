@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ractor::ActorRef;
 use ractor_bullmq::store::{
-    ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError,
+    ConnectionChange, FetchRequest, JobUpdates, Fetched, Finish, FinishReply, StalledReport, Store, StoreError,
     StoreResult,
 };
 use ractor_bullmq::worker::{Job, JobContext, LockManagerMsg, WorkerMsg};
@@ -46,6 +46,19 @@ impl CountingStore {
 }
 
 #[async_trait]
+impl JobUpdates for CountingStore {
+    async fn update_progress(&self, _id: &str, _p: &Value) -> StoreResult<bool> {
+        Ok(true)
+    }
+    async fn add_log(&self, _id: &str, _line: &str, _keep: Option<u64>) -> StoreResult<Option<u64>> {
+        Ok(Some(1))
+    }
+    async fn update_data(&self, _id: &str, _data: &Value) -> StoreResult<bool> {
+        Ok(true)
+    }
+}
+
+#[async_trait]
 impl Store for CountingStore {
     fn queue_name(&self) -> &str {
         "counting"
@@ -56,7 +69,7 @@ impl Store for CountingStore {
             std::future::pending::<()>().await;
         }
         if self.failing.load(Ordering::SeqCst) {
-            return Err(StoreError::Other("connection refused".into()));
+            return Err(StoreError::backend(std::io::Error::other("connection refused")));
         }
         Ok(Fetched::default())
     }
@@ -80,15 +93,6 @@ impl Store for CountingStore {
     async fn wait_for_job(&self, timeout: Duration) -> StoreResult<bool> {
         tokio::time::sleep(timeout.min(Duration::from_millis(20))).await;
         Ok(false)
-    }
-    async fn update_progress(&self, _id: &str, _p: &Value) -> StoreResult<()> {
-        Ok(())
-    }
-    async fn add_log(&self, _id: &str, _line: &str, _keep: Option<u64>) -> StoreResult<u64> {
-        Ok(1)
-    }
-    async fn update_data(&self, _id: &str, _data: &Value) -> StoreResult<()> {
-        Ok(())
     }
     fn connection_changes(&self) -> Option<broadcast::Receiver<ConnectionChange>> {
         Some(self.changes.subscribe())

@@ -14,78 +14,21 @@ use crate::error::Result;
 /// Script code: the parent named by the job does not exist.
 const PARENT_MISSING: i64 = -5;
 
-/// A job to add, with its payload and options already encoded as JSON.
-///
-/// ```
-/// use bullmq_redis::queue::NewJob;
-/// let job = NewJob::new("email", r#"{"to":"a@b.c"}"#, r#"{"attempts":3}"#, 1_700_000_000_000);
-/// assert!(job.custom_id.is_none());
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct NewJob {
-    /// Job name (hash field `name`).
-    pub name: String,
-    /// JSON of the job's data (hash field `data`).
-    pub data: String,
-    /// JSON of the job's options with BullMQ's short keys (hash field `opts`, stored verbatim).
-    /// The script reads `delay`, `priority`, `lifo` and `de` from it to place the job.
-    pub opts: String,
-    /// Creation time in ms since the Unix epoch (hash field `timestamp`; base of the delay).
-    pub timestamp_ms: u64,
-    /// Custom job id (Node `jobId`); `None` takes the next number of the queue's `id` counter.
-    pub custom_id: Option<String>,
-    /// The parent this job is a child of (flows).
-    pub parent: Option<ParentLink>,
-    /// Key of the job scheduler that produced this job (hash field `rjk`).
-    pub repeat_job_key: Option<String>,
-}
+pub use bullmq_backend::{AddResult, NewJob, ParentLink};
 
-impl NewJob {
-    /// A job with generated id, no parent and no scheduler.
-    pub fn new(
-        name: impl Into<String>,
-        data: impl Into<String>,
-        opts: impl Into<String>,
-        timestamp_ms: u64,
-    ) -> Self {
-        Self {
-            name: name.into(),
-            data: data.into(),
-            opts: opts.into(),
-            timestamp_ms,
-            custom_id: None,
-            parent: None,
-            repeat_job_key: None,
-        }
-    }
-
-    /// Sets the custom job id.
-    pub fn with_custom_id(mut self, id: impl Into<String>) -> Self {
-        self.custom_id = Some(id.into());
-        self
-    }
-
-    /// Sets the parent link.
-    pub fn with_parent(mut self, parent: ParentLink) -> Self {
-        self.parent = Some(parent);
-        self
-    }
-
-    /// Bytes [`ScriptArgs::push_job`] writes for this job, timestamp aside.
-    fn args_len(&self) -> usize {
-        let parent = self.parent.as_ref();
-        self.custom_id.as_ref().map_or(0, String::len)
-            + self.name.len()
-            + self.data.len()
-            + self.opts.len()
-            + parent.map_or(0, |p| {
-                p.parent_key.len()
-                    + p.parent_json.len()
-                    + p.dependencies_key.as_ref().map_or(0, String::len)
-            })
-            + self.repeat_job_key.as_ref().map_or(0, String::len)
-    }
+/// Bytes [`ScriptArgs::push_job`] writes for a job, timestamp aside.
+fn args_len(job: &NewJob) -> usize {
+    let parent = job.parent.as_ref();
+    job.custom_id.as_ref().map_or(0, String::len)
+        + job.name.len()
+        + job.data.len()
+        + job.opts.len()
+        + parent.map_or(0, |p| {
+            p.parent_key.len()
+                + p.parent_json.len()
+                + p.dependencies_key.as_ref().map_or(0, String::len)
+        })
+        + job.repeat_job_key.as_ref().map_or(0, String::len)
 }
 
 /// Script arguments written into one buffer, each argument a slice of it: building them costs
@@ -164,46 +107,6 @@ impl ScriptArgs {
 /// Per-job bytes reserved for the timestamp (13 digits today).
 const TIMESTAMP_LEN: usize = 20;
 
-/// How a child job points at its parent (hash fields `parentKey` and `parent`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ParentLink {
-    /// The parent's job hash key, `{prefix}:{queue}:{id}`; it must exist.
-    pub parent_key: String,
-    /// JSON stored in the child's `parent` field: `{"id":…,"queueKey":…}` plus flags.
-    pub parent_json: String,
-    /// The parent's `:dependencies` set the child is added to (`None` to leave it alone).
-    pub dependencies_key: Option<String>,
-}
-
-impl ParentLink {
-    /// A link to `parent_key` described by `parent_json`, registering the child in the parent's
-    /// `{parent_key}:dependencies`.
-    pub fn new(parent_key: impl Into<String>, parent_json: impl Into<String>) -> Self {
-        let parent_key = parent_key.into();
-        let dependencies_key = Some(format!("{parent_key}:dependencies"));
-        Self {
-            parent_key,
-            parent_json: parent_json.into(),
-            dependencies_key,
-        }
-    }
-}
-
-/// What adding one job did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AddResult {
-    /// The job id: the new job's, or the existing job's when the custom id was taken
-    /// (`duplicated` event) or the job was deduplicated (`deduplicated` event).
-    Id(String),
-    /// The parent named in [`NewJob::parent`] does not exist; nothing was written (Node -5).
-    ParentMissing {
-        /// The missing parent key.
-        parent_key: String,
-    },
-}
-
 fn add_keys(keys: &QueueKeys) -> Vec<String> {
     [
         QueueKey::Wait,
@@ -248,7 +151,7 @@ fn read_result(script: &'static str, job: &NewJob, value: Value) -> Result<AddRe
 /// Not cancel safe: dropping the future may or may not have added the job.
 pub async fn add_job(client: &Client, keys: &QueueKeys, job: &NewJob) -> Result<AddResult> {
     let base = keys.base();
-    let mut args = ScriptArgs::with_capacity(10, base.len() + job.args_len() + TIMESTAMP_LEN);
+    let mut args = ScriptArgs::with_capacity(10, base.len() + args_len(job) + TIMESTAMP_LEN);
     args.push(base);
     args.push_job(job);
     let reply: Value = ADD_JOB
@@ -280,7 +183,7 @@ pub async fn add_jobs_bulk(
     let bytes = base.len()
         + jobs
             .iter()
-            .map(|job| job.args_len() + TIMESTAMP_LEN)
+            .map(|job| args_len(job) + TIMESTAMP_LEN)
             .sum::<usize>();
     let mut args = ScriptArgs::with_capacity(1 + 10 * jobs.len(), bytes + jobs.len());
     args.push(base);

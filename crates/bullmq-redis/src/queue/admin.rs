@@ -118,19 +118,7 @@ pub async fn clean(
     strings(CLEAN.name(), reply)
 }
 
-/// Outcome of one [`obliterate_batch`] call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ObliterateStep {
-    /// Every key of the queue is gone.
-    Done,
-    /// The batch was used up; call again.
-    More,
-    /// The queue must be paused first (Node code -1).
-    NotPaused,
-    /// Jobs are active and `force` was not given (Node code -2).
-    ActiveJobs,
-}
+pub use bullmq_backend::{ObliterateStep, RemoveOutcome};
 
 /// Deletes up to `batch` jobs of a paused queue, then, once no job is left, every queue key.
 ///
@@ -182,20 +170,6 @@ pub async fn obliterate(
             done => return Ok(done),
         }
     }
-}
-
-/// Outcome of [`remove_job`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RemoveOutcome {
-    /// The job (and its keys) are gone; `removed` was emitted.
-    Removed,
-    /// A worker holds the job's lock (or a pending child's): nothing was removed (Node 0).
-    Locked,
-    /// No such job.
-    NotFound,
-    /// The job is the pending run of a job scheduler; remove the scheduler instead (Node -8).
-    SchedulerJob,
 }
 
 /// Removes a job from whatever state it is in with all its keys (and, with `children`, its

@@ -9,6 +9,7 @@
 mod add;
 mod admin;
 mod getters;
+mod reads;
 mod reply;
 mod scripts;
 mod updates;
@@ -22,4 +23,5 @@ pub use getters::{
     get_counts, get_job_hash, get_job_logs, get_meta, get_ranges, get_state, set_meta,
     DEFAULT_MAX_LEN_EVENTS, META_VERSION,
 };
+pub use reads::{get_metrics, job_end, metrics_data_key, metrics_key};
 pub use updates::{add_log, update_data, update_progress};

@@ -8,56 +8,27 @@ use serde::Serialize;
 
 use super::reply::{array, integer, job_hash, string, strings, unexpected};
 use super::scripts::FETCH_BATCH;
-use super::WorkerKeys;
+use super::{JobFacts, WorkerKeys};
+use bullmq_protocol::JobRecord;
 use crate::error::Result;
 
-/// What a worker asks for when it fetches jobs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FetchRequest {
-    /// How many jobs at most (the worker's free slots).
-    pub count: u32,
-    /// Lock tokens are `{token_prefix}:{token_seq + i}`; the prefix identifies the worker.
-    pub token_prefix: String,
-    /// First sequence number for the tokens of this call; advance it by the jobs returned.
-    pub token_seq: u64,
-    /// Lock time to live (Node `lockDuration`).
-    pub lock_duration: Duration,
-    /// Worker name, stored in the job hash as `pb` (processed by) when set.
-    pub worker_name: Option<String>,
-    /// Worker rate limit: at most `max` jobs per `duration` (Node `limiter`). The queue-level
-    /// limit in `meta` (`max`) takes precedence, as in Node.
-    pub limiter: Option<(u32, Duration)>,
-}
+pub use bullmq_backend::{CorruptedJob, FetchRequest, Fetched, FetchedJob};
 
-impl FetchRequest {
-    /// A request for `count` jobs with the given token prefix and lock duration.
-    pub fn new(count: u32, token_prefix: impl Into<String>, lock_duration: Duration) -> Self {
-        Self {
-            count,
-            token_prefix: token_prefix.into(),
-            token_seq: 0,
-            lock_duration,
-            worker_name: None,
-            limiter: None,
-        }
-    }
-
-    pub(crate) fn wire(&self, now_ms: u64) -> WireFetch<'_> {
-        WireFetch {
-            count: self.count,
-            now: now_ms,
-            token_prefix: &self.token_prefix,
-            token_seq: self.token_seq,
-            lock_duration: u64::try_from(self.lock_duration.as_millis())
-                .unwrap_or(u64::MAX)
-                .max(1),
-            name: self.worker_name.as_deref(),
-            limiter_max: self.limiter.map_or(0, |(max, _)| max),
-            limiter_duration: self
-                .limiter
-                .map_or(0, |(_, d)| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        }
+/// The fetch part of a script's JSON header; tokens are `{token_prefix}:{token_seq + i}`.
+pub(crate) fn wire(request: &FetchRequest, token_seq: u64, now_ms: u64) -> WireFetch<'_> {
+    WireFetch {
+        count: request.count,
+        now: now_ms,
+        token_prefix: &request.token_prefix,
+        token_seq,
+        lock_duration: u64::try_from(request.lock_duration.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1),
+        name: request.worker_name.as_deref(),
+        limiter_max: request.limiter.map_or(0, |(max, _)| max),
+        limiter_duration: request
+            .limiter
+            .map_or(0, |(_, d)| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
     }
 }
 
@@ -76,48 +47,6 @@ pub(crate) struct WireFetch<'a> {
     limiter_duration: u64,
 }
 
-/// One job moved to active for this worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchedJob {
-    /// The job id.
-    pub id: String,
-    /// The lock token the worker must present to renew the lock and finish the job.
-    pub token: String,
-    /// The job hash as stored (fields `name`, `data`, `opts`, `timestamp`, `atm`, `ats`, …).
-    pub fields: HashMap<String, String>,
-    /// Why the hash could not be read as text (a field that is not UTF-8), in which case
-    /// `fields` is empty: the worker fails the job with this reason rather than run it on data
-    /// decoded lossily.
-    pub unreadable: Option<String>,
-}
-
-impl FetchedJob {
-    /// A fetched job with a readable hash.
-    pub fn new(
-        id: impl Into<String>,
-        token: impl Into<String>,
-        fields: HashMap<String, String>,
-    ) -> Self {
-        Self {
-            id: id.into(),
-            token: token.into(),
-            fields,
-            unreadable: None,
-        }
-    }
-}
-
-/// A job a script failed on its own because its hash is corrupted (see the "Bad input"
-/// section of `docs/compatibility.md`): it is in `failed` with `reason` as `failedReason`, and
-/// a `failed` event was emitted. The other jobs of the call were processed as usual.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CorruptedJob {
-    /// The job id (lossily decoded when it is not UTF-8, which is then the reason).
-    pub id: String,
-    /// `failedReason`, naming the field and its value.
-    pub reason: String,
-}
-
 /// Parses the flat `id, reason, …` list of the corrupted jobs a script failed.
 pub(crate) fn corrupted_jobs(script: &'static str, value: Value) -> Result<Vec<CorruptedJob>> {
     let mut items = array(script, value)?.into_iter();
@@ -131,32 +60,28 @@ pub(crate) fn corrupted_jobs(script: &'static str, value: Value) -> Result<Vec<C
     Ok(out)
 }
 
-/// What a fetch returned.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Fetched {
-    /// Jobs now active and locked for this worker, in the order they were taken.
-    pub jobs: Vec<FetchedJob>,
-    /// The rate limiter is closed for this long (zero when not limited).
-    pub rate_limited_for: Duration,
-    /// Ready time (ms since the epoch) of the earliest delayed job, when nothing was fetched.
-    pub next_delayed_at: Option<u64>,
-    /// The queue is paused or at its global concurrency.
-    pub gated: bool,
-    /// Jobs taken from wait that the script failed because their hash is corrupted.
-    pub corrupted: Vec<CorruptedJob>,
-    /// Ids taken from wait that had no job hash: nothing to run or to fail; they were removed
-    /// from the queue's lists.
-    pub dropped: Vec<String>,
-}
-
-impl Fetched {
-    /// A reply carrying `jobs` (for fake stores in tests).
-    pub fn with_jobs(jobs: Vec<FetchedJob>) -> Self {
-        Self {
-            jobs,
-            ..Self::default()
+/// Decodes a fetched job's hash into its record, with the facts its finish can skip reading
+/// packed in the receipt. Every client writes `name` and `opts` when it creates a job: a hash
+/// without them is a remnant (a job deleted under a script that wrote a field back) or a
+/// manual edit, and is failed rather than run with defaults; the decoder checks the rest.
+fn decode_job(id: String, token: String, fields: &HashMap<String, String>) -> FetchedJob {
+    if let Some(field) = ["name", "opts"].into_iter().find(|f| !fields.contains_key(*f)) {
+        return FetchedJob::unreadable(
+            id,
+            token,
+            format!("corrupted job hash: {field} is missing"),
+        );
+    }
+    match JobRecord::decode(&id, fields) {
+        Ok(record) => {
+            let facts = JobFacts::new(
+                record.attempts_made,
+                record.parent_key.is_some() || record.parent.is_some(),
+            )
+            .with_deduplication(record.deduplication_id.is_some());
+            FetchedJob::new(token, record).with_receipt(facts.receipt())
         }
+        Err(error) => FetchedJob::unreadable(id, token, format!("corrupted job hash: {error}")),
     }
 }
 
@@ -176,9 +101,10 @@ pub async fn fetch_batch(
     client: &Client,
     keys: &WorkerKeys,
     request: &FetchRequest,
+    token_seq: u64,
     now_ms: u64,
 ) -> Result<Fetched> {
-    let wire = serde_json::to_string(&request.wire(now_ms))
+    let wire = serde_json::to_string(&wire(request, token_seq, now_ms))
         .map_err(|e| unexpected(FETCH_BATCH.name(), e.to_string()))?;
     let reply: Value = FETCH_BATCH
         .run(
@@ -187,7 +113,14 @@ pub async fn fetch_batch(
             vec![keys.queue().base().into(), wire.into()],
         )
         .await?;
-    parse_fetched(client, keys, FETCH_BATCH.name(), reply, Some(request)).await
+    parse_fetched(
+        client,
+        keys,
+        FETCH_BATCH.name(),
+        reply,
+        Some((request, token_seq)),
+    )
+    .await
 }
 
 /// Parses the `{ jobs, rateLimitTtl, nextDelayedAt, gated, hashes, corrupted, dropped }` reply of the fetch include,
@@ -204,7 +137,7 @@ pub(crate) async fn parse_fetched(
     keys: &WorkerKeys,
     script: &'static str,
     reply: Value,
-    request: Option<&FetchRequest>,
+    request: Option<(&FetchRequest, u64)>,
 ) -> Result<Fetched> {
     let mut parts = array(script, reply)?.into_iter();
     let (Some(jobs), Some(ttl), Some(next), Some(gated)) =
@@ -259,17 +192,14 @@ pub(crate) async fn parse_fetched(
             format!("{} job hashes read for {} jobs", hashes.len(), ids.len()),
         ));
     }
-    for ((seq, id), fields) in (request.token_seq..).zip(ids).zip(hashes) {
-        let (fields, unreadable) = match job_hash(script, fields?)? {
-            Ok(fields) => (fields, None),
-            Err(reason) => (HashMap::new(), Some(reason)),
+    let (request, token_seq) = request;
+    for ((seq, id), fields) in (token_seq..).zip(ids).zip(hashes) {
+        let token = format!("{}:{seq}", request.token_prefix);
+        let job = match job_hash(script, fields?)? {
+            Ok(fields) => decode_job(id, token, &fields),
+            Err(reason) => FetchedJob::unreadable(id, token, reason),
         };
-        fetched.jobs.push(FetchedJob {
-            token: format!("{}:{seq}", request.token_prefix),
-            id,
-            fields,
-            unreadable,
-        });
+        fetched.jobs.push(job);
     }
     Ok(fetched)
 }

@@ -5,111 +5,15 @@ use std::time::Duration;
 use fred::prelude::{Client, Value};
 use serde::Serialize;
 
-use super::fetch::{parse_fetched, FetchRequest, Fetched, WireFetch};
+use bullmq_backend::Receipt;
+
+use super::fetch::{parse_fetched, wire, FetchRequest, WireFetch};
 use super::reply::{array, integer, string, unexpected};
 use super::scripts::FINISH_BATCH;
 use super::WorkerKeys;
 use crate::error::Result;
 
-/// How many finished jobs to keep (Node `removeOnComplete` / `removeOnFail`, resolved).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct Retention {
-    /// `None` keeps every job, `Some(0)` deletes the job right away, `Some(n)` keeps the newest n.
-    pub count: Option<u64>,
-    /// Delete jobs finished longer ago than this.
-    pub age: Option<Duration>,
-    /// At most this many jobs deleted by age per call (Node's `limit`, default 1000).
-    pub limit: Option<u64>,
-}
-
-impl Retention {
-    /// Keep every finished job (Node's default).
-    pub const KEEP_ALL: Retention = Retention {
-        count: None,
-        age: None,
-        limit: None,
-    };
-    /// Delete the job as soon as it finishes (Node `removeOnComplete: true`).
-    pub const REMOVE: Retention = Retention {
-        count: Some(0),
-        age: None,
-        limit: None,
-    };
-
-    /// Keep the newest `count` jobs (`None`: all), those younger than `age` (`None`: any age),
-    /// deleting at most `limit` by age per call.
-    pub fn new(count: Option<u64>, age: Option<Duration>, limit: Option<u64>) -> Self {
-        Self { count, age, limit }
-    }
-
-    /// Keep the newest `count` jobs.
-    pub fn count(count: u64) -> Self {
-        Self {
-            count: Some(count),
-            ..Self::KEEP_ALL
-        }
-    }
-
-    /// Keep jobs younger than `age` (and at most `count` when given).
-    pub fn age(age: Duration, count: Option<u64>, limit: Option<u64>) -> Self {
-        Self {
-            count,
-            age: Some(age),
-            limit,
-        }
-    }
-}
-
-/// What to do with one job a worker holds.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum FinishAction {
-    /// Completed with `returnvalue` (JSON text).
-    Complete {
-        /// JSON of the processor's result (`"null"` for none).
-        returnvalue: String,
-        /// Retention of the `completed` set.
-        keep: Retention,
-    },
-    /// Failed for good (attempts exhausted, unrecoverable, or deferred failure).
-    Fail {
-        /// `failedReason`.
-        reason: String,
-        /// `stacktrace` (a JSON array of strings), already trimmed to `stackTraceLimit`.
-        stacktrace: Option<String>,
-        /// The job's `attempts` option, for `retries-exhausted`.
-        attempts: u32,
-        /// Retention of the `failed` set.
-        keep: Retention,
-    },
-    /// Failed, retried at once (back to wait, or prioritized).
-    Retry {
-        /// `failedReason` of this attempt.
-        reason: String,
-        /// `stacktrace` JSON.
-        stacktrace: Option<String>,
-        /// The job's `lifo` option.
-        lifo: bool,
-    },
-    /// To `delayed`: a retry with backoff, or the processor asked for a delay.
-    Delay {
-        /// How long.
-        delay: Duration,
-        /// `failedReason` of this attempt (retries only).
-        reason: Option<String>,
-        /// `stacktrace` JSON (retries only).
-        stacktrace: Option<String>,
-        /// Do not count an attempt (`atm` unchanged), as for Node's `job.moveToDelayed`.
-        skip_attempt: bool,
-    },
-    /// The processor hit a rate limit: the job goes back to the front of wait and the queue's
-    /// limiter is closed for `ttl`.
-    RateLimit {
-        /// How long the queue stays limited.
-        ttl: Duration,
-    },
-}
+pub use bullmq_backend::{Finish, FinishAction, FinishCode, FinishReply, Retention};
 
 /// What the worker read about a job when it fetched it. Each known fact spares the finish
 /// script a read; unknown facts (the default) are read from Redis as usual.
@@ -135,109 +39,42 @@ impl JobFacts {
         }
     }
 
+    /// Packs the facts into the receipt a worker hands back with the job's finish.
+    ///
+    /// Bits: 63 facts known, 62 has a parent, 61 deduplication known, 60 has a deduplication
+    /// id, 0–31 attempts made.
+    pub fn receipt(self) -> Receipt {
+        let Some(made) = self.attempts_made else {
+            return Receipt::NONE;
+        };
+        let mut bits = 1 << 63 | u64::from(made);
+        if self.has_parent != Some(false) {
+            bits |= 1 << 62;
+        }
+        if let Some(dedup) = self.has_deduplication {
+            bits |= 1 << 61 | u64::from(dedup) << 60;
+        }
+        Receipt(bits)
+    }
+
+    /// The facts packed by [`JobFacts::receipt`] (none for [`Receipt::NONE`]).
+    pub fn from_receipt(receipt: Receipt) -> Self {
+        let bits = receipt.0;
+        if bits & 1 << 63 == 0 {
+            return Self::default();
+        }
+        Self {
+            attempts_made: Some((bits & u64::from(u32::MAX)) as u32),
+            has_parent: Some(bits & 1 << 62 != 0),
+            has_deduplication: (bits & 1 << 61 != 0).then_some(bits & 1 << 60 != 0),
+        }
+    }
+
     /// Adds whether the job's hash has a `deid` (read at fetch time).
     #[must_use]
     pub fn with_deduplication(mut self, has_deduplication: bool) -> Self {
         self.has_deduplication = Some(has_deduplication);
         self
-    }
-}
-
-/// One job to finish.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finish {
-    /// Job id.
-    pub job_id: String,
-    /// The lock token the job was fetched with.
-    pub token: String,
-    /// What to do.
-    pub action: FinishAction,
-    /// What the worker knows about the job (lets the script skip reads).
-    pub facts: JobFacts,
-}
-
-/// Result of one [`Finish`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FinishCode {
-    /// Done.
-    Ok,
-    /// The job hash no longer exists.
-    MissingJob,
-    /// The job has no lock (it expired).
-    MissingLock,
-    /// The job is not in the active list.
-    NotActive,
-    /// The job still has pending children.
-    PendingChildren,
-    /// Another worker holds the lock.
-    LockNotOwned,
-    /// The job has failed children (its `:unsuccessful` set is not empty) and cannot complete.
-    FailedChildren,
-    /// The job's hash is corrupted: the script failed the job instead, with the reason in
-    /// [`FinishReply::corrupted`].
-    Corrupted,
-    /// A code this version does not know.
-    Other(i64),
-}
-
-impl FinishCode {
-    fn from_code(code: i64) -> Self {
-        match code {
-            0 => Self::Ok,
-            -1 => Self::MissingJob,
-            -2 => Self::MissingLock,
-            -3 => Self::NotActive,
-            -4 => Self::PendingChildren,
-            -6 => Self::LockNotOwned,
-            -9 => Self::FailedChildren,
-            other => Self::Other(other),
-        }
-    }
-
-    /// The code other BullMQ clients use for this outcome (0 for done, -100 for a corrupted
-    /// job, which has no Node code).
-    pub fn code(self) -> i64 {
-        match self {
-            Self::Ok => 0,
-            Self::MissingJob => -1,
-            Self::MissingLock => -2,
-            Self::NotActive => -3,
-            Self::PendingChildren => -4,
-            Self::LockNotOwned => -6,
-            Self::FailedChildren => -9,
-            Self::Corrupted => -100,
-            Self::Other(code) => code,
-        }
-    }
-
-    /// Whether the job was finished.
-    pub fn is_ok(self) -> bool {
-        self == Self::Ok
-    }
-}
-
-/// Reply of [`finish_batch`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FinishReply {
-    /// One code per finish, in order.
-    pub codes: Vec<FinishCode>,
-    /// Jobs fetched for the freed slots (empty when no fetch was asked).
-    pub fetched: Fetched,
-    /// For each [`FinishCode::Corrupted`] code: its index in `codes` and the `failedReason` the
-    /// script failed the job with.
-    pub corrupted: Vec<(usize, String)>,
-}
-
-impl FinishReply {
-    /// A reply with these codes and fetched jobs (for fake stores in tests).
-    pub fn new(codes: Vec<FinishCode>, fetched: Fetched) -> Self {
-        Self {
-            codes,
-            fetched,
-            corrupted: Vec::new(),
-        }
     }
 }
 
@@ -291,8 +128,8 @@ impl<'a> WireItem<'a> {
 }
 
 fn wire_item(finish: &Finish) -> WireItem<'_> {
-    let next_attempts = finish
-        .facts
+    let facts = JobFacts::from_receipt(finish.receipt);
+    let next_attempts = facts
         .attempts_made
         .map(|made| made.saturating_add(1));
     let mut item = match &finish.action {
@@ -347,10 +184,10 @@ fn wire_item(finish: &Finish) -> WireItem<'_> {
             ..WireItem::new("limit", None, None)
         },
     };
-    if finish.facts.has_parent == Some(false) {
+    if facts.has_parent == Some(false) {
         item.flags.push('n');
     }
-    if finish.facts.has_deduplication == Some(false) {
+    if facts.has_deduplication == Some(false) {
         item.flags.push('e');
     }
     if item.value.is_some() {
@@ -389,7 +226,8 @@ fn push_item(args: &mut Vec<Value>, finish: &Finish) {
 }
 
 /// Finishes `finishes` in one script call and, when `fetch` is given, fetches jobs for the
-/// freed slots in the same call. `metrics_max_points` > 0 collects Node-compatible
+/// freed slots in the same call, handing out tokens `{token_prefix}:{seq}` from the given
+/// sequence number on. `metrics_max_points` > 0 collects Node-compatible
 /// `metrics:completed|failed` data points (Node worker option `metrics.maxDataPoints`).
 ///
 /// Each finish is checked against its lock token on its own; a job whose lock was lost is
@@ -407,7 +245,7 @@ pub async fn finish_batch(
     client: &Client,
     keys: &WorkerKeys,
     finishes: &[Finish],
-    fetch: Option<&FetchRequest>,
+    fetch: Option<(&FetchRequest, u64)>,
     metrics_max_points: u32,
     now_ms: u64,
 ) -> Result<FinishReply> {
@@ -415,7 +253,7 @@ pub async fn finish_batch(
     let wire = WireFinish {
         now: now_ms,
         metrics_max: metrics_max_points,
-        fetch: fetch.map(|f| f.wire(now_ms)),
+        fetch: fetch.map(|(request, seq)| wire(request, seq, now_ms)),
     };
     let wire = serde_json::to_string(&wire).map_err(|e| unexpected(script, e.to_string()))?;
     let mut args: Vec<Value> = Vec::with_capacity(2 + finishes.len() * ITEM_ARGS);
@@ -467,11 +305,25 @@ mod tests {
                 returnvalue: "null".into(),
                 keep: Retention::KEEP_ALL,
             },
-            facts,
+            receipt: facts.receipt(),
         };
         let mut args = Vec::new();
         push_item(&mut args, &finish);
         args[2].as_string().unwrap_or_default()
+    }
+
+    #[test]
+    fn receipts_carry_the_facts_unchanged() {
+        for facts in [
+            JobFacts::default(),
+            JobFacts::new(0, false),
+            JobFacts::new(7, true),
+            JobFacts::new(u32::MAX, true).with_deduplication(false),
+            JobFacts::new(3, false).with_deduplication(true),
+        ] {
+            assert_eq!(JobFacts::from_receipt(facts.receipt()), facts);
+        }
+        assert_eq!(JobFacts::from_receipt(Receipt::NONE), JobFacts::default());
     }
 
     #[test]

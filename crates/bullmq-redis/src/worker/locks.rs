@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use fred::prelude::{Client, Value};
 
-use super::fetch::{corrupted_jobs, CorruptedJob};
+use super::fetch::corrupted_jobs;
 use super::reply::{array, strings, unexpected};
 use super::scripts::{EXTEND_LOCKS, MOVE_STALLED};
 use super::WorkerKeys;
@@ -45,28 +45,7 @@ pub async fn extend_locks(
     strings(EXTEND_LOCKS.name(), reply)
 }
 
-/// What one stalled check did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StalledReport {
-    /// Lock-less jobs moved back to wait (those stalled more than `max_stalled_count` times
-    /// carry a deferred failure and are failed by the worker that fetches them).
-    pub recovered: Vec<String>,
-    /// Stalled jobs failed instead because their hash is corrupted (`stc` not a number).
-    pub corrupted: Vec<CorruptedJob>,
-    /// Ids that were active without a job hash; they were removed from active.
-    pub dropped: Vec<String>,
-}
-
-impl StalledReport {
-    /// A report of these recovered ids (for fake stores in tests).
-    pub fn recovered(ids: Vec<String>) -> Self {
-        Self {
-            recovered: ids,
-            ..Self::default()
-        }
-    }
-}
+pub use bullmq_backend::StalledReport;
 
 /// Runs the stalled check unless another worker ran it less than `interval` ago (then the
 /// report is empty).

@@ -33,7 +33,5 @@ pub fn job_finished(job: &JobTelemetry<'_>, action: &FinishAction, duration: Dur
         } => job_retried(job, duration, *delay, reason),
         FinishAction::Delay { reason: None, .. } => {}
         FinishAction::RateLimit { ttl } => super::rate_limit_hit(job.queue, job.worker, *ttl),
-        // A future action: no catalogue entry for it yet.
-        _ => {}
     }
 }

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::callbacks::WorkerCallbacks;
 use super::outcome::CancelReason;
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreError, StoreResult};
 use crate::telemetry::{self, JobTelemetry};
 
 /// Handed to the processor with its job: progress, logs, data updates, the attempt number and
@@ -133,10 +133,14 @@ impl JobContext {
     ///
     /// The backend's error when the line could not be stored.
     pub async fn log(&self, line: impl AsRef<str>) -> StoreResult<u64> {
+        let job_id = &self.inner.job_id;
         self.inner
             .store
-            .add_log(&self.inner.job_id, line.as_ref(), self.inner.keep_logs)
-            .await
+            .add_log(job_id, line.as_ref(), self.inner.keep_logs)
+            .await?
+            .ok_or_else(|| StoreError::JobNotFound {
+                job_id: job_id.clone(),
+            })
     }
 
     /// Replaces the job's data.
@@ -145,9 +149,11 @@ impl JobContext {
     ///
     /// The backend's error when the data could not be stored.
     pub async fn update_data(&self, data: Value) -> StoreResult<()> {
+        // As before the seam reported it: a job that vanished meanwhile is not an error here.
         self.inner
             .store
             .update_data(&self.inner.job_id, &data)
             .await
+            .map(drop)
     }
 }

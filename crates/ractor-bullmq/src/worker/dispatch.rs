@@ -18,7 +18,7 @@ use super::worker::{
 use super::Job;
 use crate::store::{
     now_ms, CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode,
-    FinishReply, JobFacts, StoreError,
+    FinishReply, Receipt, StoreError,
 };
 use crate::telemetry::{self, JobTelemetry};
 
@@ -51,22 +51,10 @@ async fn guarded<T>(
 ) -> crate::store::StoreResult<T> {
     match tokio::time::timeout(limit, call).await {
         Ok(result) => result,
-        Err(_) => Err(StoreError::Other(format!(
-            "no answer from the store within {limit:?}"
-        ))),
-    }
-}
-
-/// Every client writes `name` and `opts` when it creates a job: a hash without them is a
-/// remnant (a job deleted under a script that wrote a field back) or a manual edit, and is
-/// failed rather than run with defaults. The other fields are checked by the decoder.
-fn runnable(fields: &std::collections::HashMap<String, String>) -> Result<(), String> {
-    match ["name", "opts"]
-        .into_iter()
-        .find(|f| !fields.contains_key(*f))
-    {
-        Some(field) => Err(format!("corrupted job hash: {field} is missing")),
-        None => Ok(()),
+        Err(_) => Err(StoreError::Timeout {
+            operation: "store call",
+            after: limit,
+        }),
     }
 }
 
@@ -87,11 +75,8 @@ impl WorkerState {
             self.token_prefix.clone(),
             self.opts.lock_duration,
         );
-        request.token_seq = self.token_seq;
         request.worker_name = self.opts.name.clone();
         request.limiter = self.opts.limiter.map(|l| (l.max, l.duration));
-        // Tokens of this request use seq .. seq + count; never reuse one.
-        self.token_seq += count as u64;
         request
     }
 
@@ -440,22 +425,15 @@ impl WorkerState {
         let FetchedJob {
             id,
             token,
-            fields,
-            unreadable,
+            job,
+            receipt,
         } = fetched;
         if self.closing == Some(true) {
             // Force-closing: do not start anything new.
             self.left_behind.push(id);
             return None;
         }
-        let decoded = match unreadable {
-            Some(reason) => Err(reason),
-            None => runnable(&fields).and_then(|()| {
-                bullmq_protocol::JobRecord::decode(&id, &fields)
-                    .map_err(|error| format!("corrupted job hash: {error}"))
-            }),
-        };
-        let job = match decoded {
+        let job = match job {
             Ok(record) => Job::from_record(self.store.queue_name(), record),
             Err(reason) => {
                 tracing::warn!(job_id = %id, %reason, "failing a job that cannot be decoded");
@@ -468,7 +446,7 @@ impl WorkerState {
                         attempts: 0,
                         keep: Default::default(),
                     },
-                    facts: JobFacts::default(),
+                    receipt,
                 };
                 self.pending.push(Pending {
                     finish,
@@ -492,7 +470,7 @@ impl WorkerState {
         if let Some(reason) = refusal {
             let trace = format!("UnrecoverableError: {reason}");
             let outcome = JobOutcome::Unrecoverable { reason, trace };
-            self.record_outcome(job, token, outcome, Duration::ZERO);
+            self.record_outcome(job, token, receipt, outcome, Duration::ZERO);
             return None;
         }
         let context = JobContext::new(
@@ -532,7 +510,13 @@ impl WorkerState {
                     Err(error) => {
                         let message = format!("could not start the job actor: {error}");
                         let duration = active.elapsed();
-                        self.record_outcome(job, token, JobOutcome::Panicked { message }, duration);
+                        self.record_outcome(
+                            job,
+                            token,
+                            receipt,
+                            JobOutcome::Panicked { message },
+                            duration,
+                        );
                         return None;
                     }
                 }
@@ -543,6 +527,7 @@ impl WorkerState {
             RunningJob {
                 job,
                 token: token.clone(),
+                receipt,
                 context,
                 active,
                 _task: runner,
@@ -559,11 +544,18 @@ impl WorkerState {
         let duration = running.active.elapsed();
         // Dropping the guard ends the attempt in `bullmq_worker_active_jobs`.
         drop(running.active);
-        self.record_outcome(running.job, running.token, outcome, duration);
+        self.record_outcome(running.job, running.token, running.receipt, outcome, duration);
     }
 
     /// Queues the Redis transition for a finished job (or notes it is left behind).
-    fn record_outcome(&mut self, job: Job, token: String, outcome: JobOutcome, duration: Duration) {
+    fn record_outcome(
+        &mut self,
+        job: Job,
+        token: String,
+        receipt: Receipt,
+        outcome: JobOutcome,
+        duration: Duration,
+    ) {
         if let JobOutcome::RateLimited(ttl) = outcome {
             self.limited_until = Some(Instant::now() + ttl);
         }
@@ -573,11 +565,7 @@ impl WorkerState {
                     job_id: job.id().to_string(),
                     token,
                     action,
-                    facts: JobFacts::new(
-                        job.attempts_made(),
-                        job.parent_key().is_some() || job.parent().is_some(),
-                    )
-                    .with_deduplication(job.deduplication_id().is_some()),
+                    receipt,
                 },
                 job: Some(job),
                 outcome,
@@ -672,7 +660,7 @@ impl WorkerState {
                         reason,
                     }
                 };
-                self.record_outcome(job, finish.token, outcome, duration);
+                self.record_outcome(job, finish.token, finish.receipt, outcome, duration);
             }
             _ => {
                 self.untrack(vec![finish.job_id.clone()]);

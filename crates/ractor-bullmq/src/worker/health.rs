@@ -71,6 +71,8 @@ impl WorkerState {
                 self.report_store_error(StoreError::ConnectionLost(error));
             }
             ConnectionChange::Restored => self.store_recovered(),
+            // A change this version does not know: nothing to report.
+            _ => {}
         }
     }
 }

@@ -30,9 +30,12 @@ use super::options::WorkerOptions;
 use super::outcome::{Ended, JobOutcome};
 use super::{Job, Processor};
 use crate::store::{
-    Fetched, Finish, FinishReply, RedisStore, StalledReport, Store, StoreError, StoreResult, Traced,
+    Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult, Traced,
 };
 use crate::{telemetry, ConnectionConfig};
+use bullmq_backend::{Backend, WorkerStoreOptions};
+use bullmq_protocol::keys::QueueKeys;
+use bullmq_redis::RedisBackend;
 
 /// Messages of the Worker.
 #[derive(Debug)]
@@ -155,7 +158,30 @@ impl WorkerArgs {
         }
     }
 
-    /// Connects a traced [`RedisStore`] for `queue` (prefix and name from `options`).
+    /// Opens a traced store for `queue` on `backend` (prefix, worker name and metrics from
+    /// `options`).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::InvalidOption`] for bad options, [`WorkerError::Store`] when the backend
+    /// cannot be reached.
+    pub async fn open(
+        backend: &dyn Backend,
+        queue: &str,
+        processor: impl Processor,
+        options: WorkerOptions,
+    ) -> Result<Self, WorkerError> {
+        options.validate()?;
+        let mut store_options = WorkerStoreOptions::default();
+        store_options.worker_name = options.name.clone();
+        store_options.metrics_max_points = options.metrics_max_data_points;
+        let keys = QueueKeys::new(options.prefix.clone(), queue);
+        let store = backend.worker_store(&keys, &store_options).await?;
+        Ok(Self::new(Arc::new(Traced(store)), processor).options(options))
+    }
+
+    /// Connects a traced Redis store for `queue` (prefix and name from `options`): a shortcut
+    /// for [`WorkerArgs::open`] on a [`RedisBackend`].
     ///
     /// # Errors
     ///
@@ -167,11 +193,7 @@ impl WorkerArgs {
         processor: impl Processor,
         options: WorkerOptions,
     ) -> Result<Self, WorkerError> {
-        options.validate()?;
-        let store = RedisStore::connect(config, &options.prefix, queue, options.name.as_deref())
-            .await?
-            .with_metrics(options.metrics_max_data_points);
-        Ok(Self::new(Arc::new(Traced(store)), processor).options(options))
+        Self::open(&RedisBackend::new(config.clone()), queue, processor, options).await
     }
 
     /// Sets the options.
@@ -192,6 +214,8 @@ impl WorkerArgs {
 pub(super) struct RunningJob {
     pub(super) job: Job,
     pub(super) token: String,
+    /// The backend's note from the fetch, handed back with the job's finish.
+    pub(super) receipt: crate::store::Receipt,
     pub(super) context: JobContext,
     /// Telemetry guard of the attempt (`bullmq_worker_active_jobs` while it lives).
     pub(super) active: telemetry::ActiveJob,
@@ -242,7 +266,6 @@ pub struct WorkerState {
     pub(super) stalled_busy: bool,
     pub(super) timers: Vec<JoinHandle<()>>,
     pub(super) token_prefix: String,
-    pub(super) token_seq: u64,
     /// A [`InternalMsg::Flush`] is in the mailbox.
     pub(super) flush_queued: bool,
     /// Handling that flush: send the pending finishes now.
@@ -374,7 +397,6 @@ impl Actor for Worker {
             stalled_busy: false,
             timers,
             token_prefix,
-            token_seq: 0,
             flush_queued: false,
             flush_now: false,
             label,

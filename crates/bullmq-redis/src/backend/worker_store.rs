@@ -1,44 +1,49 @@
-//! [`RedisStore`]: the [`Store`] over `bullmq-redis`.
+//! [`RedisWorkerStore`]: a worker's [`WorkerStore`] on Redis.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use async_trait::async_trait;
+use bullmq_backend::{
+    now_ms, BackendResult, ConnectionChange, FetchRequest, Fetched, Finish,
+    FinishReply, JobUpdates, StalledReport, WorkerStore,
+};
 use bullmq_protocol::keys::QueueKeys;
-use bullmq_redis::fred::prelude::{Client, EventInterface};
-use bullmq_redis::worker::{self as calls, WorkerKeys};
-use bullmq_redis::{ConnectionConfig, Connections};
+use fred::prelude::{Client, EventInterface};
 use tokio::sync::broadcast;
 
-use super::{
-    now_ms, ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store,
-    StoreError, StoreResult,
-};
+use crate::worker::{self as calls, WorkerKeys};
+use crate::{ConnectionConfig, Connections};
 
-/// A [`Store`] on Redis: one command connection and one blocking connection (named so Node's
+/// A [`WorkerStore`] on Redis: one command connection and one blocking connection (named so Node's
 /// `queue.getWorkers()` lists it).
 ///
 /// Clones share the connections. They close on [`Store::close`] or, failing that, when the
 /// last clone is dropped (a Worker killed or crashed without `post_stop` still releases them).
 #[derive(Clone)]
-pub struct RedisStore {
+pub struct RedisWorkerStore {
     client: Client,
     blocking: Client,
     connections: Arc<Connections>,
     changes: broadcast::Sender<ConnectionChange>,
     keys: WorkerKeys,
     metrics_max_points: u32,
+    /// Next lock-token sequence number: each fetch reserves as many as it asks jobs for, so
+    /// tokens `{prefix}:{n}` stay unique per worker whichever call hands them out.
+    token_seq: Arc<AtomicU64>,
 }
 
-impl std::fmt::Debug for RedisStore {
+impl std::fmt::Debug for RedisWorkerStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStore")
+        f.debug_struct("RedisWorkerStore")
             .field("queue", &self.keys.queue().qualified_name())
             .finish_non_exhaustive()
     }
 }
 
-impl RedisStore {
+impl RedisWorkerStore {
     /// Connects the two connections of one worker of `queue` under `prefix`. The blocking
     /// connection is named `{prefix}:{base64(queue)}:w:{worker_name}` (or without the `:w:`
     /// part when unnamed), as Node names worker connections; the command connection
@@ -46,13 +51,13 @@ impl RedisStore {
     ///
     /// # Errors
     ///
-    /// [`StoreError::Redis`] when Redis cannot be reached.
+    /// [`crate::RedisError::Connect`] when Redis cannot be reached.
     pub async fn connect(
         config: &ConnectionConfig,
         prefix: &str,
         queue: &str,
         worker_name: Option<&str>,
-    ) -> StoreResult<Self> {
+    ) -> crate::Result<Self> {
         let keys = QueueKeys::new(prefix, queue);
         let name = keys.worker_client_name(worker_name);
         let client = config
@@ -62,7 +67,7 @@ impl RedisStore {
             Ok(blocking) => blocking,
             Err(error) => {
                 Connections::new(vec![client], Vec::new()).close().await;
-                return Err(error.into());
+                return Err(error);
             }
         };
         let (changes, _) = broadcast::channel(16);
@@ -80,6 +85,7 @@ impl RedisStore {
             blocking,
             keys: WorkerKeys::new(keys),
             metrics_max_points: 0,
+            token_seq: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -136,21 +142,30 @@ fn watch_connection(
     });
 }
 
+impl RedisWorkerStore {
+    /// Reserves `count` token sequence numbers; returns the first.
+    fn reserve_tokens(&self, count: u32) -> u64 {
+        self.token_seq.fetch_add(u64::from(count), Ordering::Relaxed)
+    }
+}
+
 #[async_trait]
-impl Store for RedisStore {
+impl WorkerStore for RedisWorkerStore {
     fn queue_name(&self) -> &str {
         self.keys.queue().name()
     }
 
-    async fn fetch_batch(&self, request: &FetchRequest) -> StoreResult<Fetched> {
-        Ok(calls::fetch_batch(&self.client, &self.keys, request, now_ms()).await?)
+    async fn fetch_batch(&self, request: &FetchRequest) -> BackendResult<Fetched> {
+        let seq = self.reserve_tokens(request.count);
+        Ok(calls::fetch_batch(&self.client, &self.keys, request, seq, now_ms()).await?)
     }
 
     async fn finish_batch(
         &self,
         finishes: &[Finish],
         fetch: Option<&FetchRequest>,
-    ) -> StoreResult<FinishReply> {
+    ) -> BackendResult<FinishReply> {
+        let fetch = fetch.map(|request| (request, self.reserve_tokens(request.count)));
         Ok(calls::finish_batch(
             &self.client,
             &self.keys,
@@ -166,7 +181,7 @@ impl Store for RedisStore {
         &self,
         jobs: &[(String, String)],
         lock_duration: Duration,
-    ) -> StoreResult<Vec<String>> {
+    ) -> BackendResult<Vec<String>> {
         Ok(calls::extend_locks(&self.client, &self.keys, jobs, lock_duration).await?)
     }
 
@@ -174,7 +189,7 @@ impl Store for RedisStore {
         &self,
         max_stalled_count: u32,
         interval: Duration,
-    ) -> StoreResult<StalledReport> {
+    ) -> BackendResult<StalledReport> {
         Ok(calls::move_stalled(
             &self.client,
             &self.keys,
@@ -185,29 +200,10 @@ impl Store for RedisStore {
         .await?)
     }
 
-    async fn wait_for_job(&self, timeout: Duration) -> StoreResult<bool> {
+    async fn wait_for_job(&self, timeout: Duration) -> BackendResult<bool> {
         Ok(calls::wait_for_marker(&self.blocking, &self.keys, timeout)
             .await?
             .is_some())
-    }
-
-    async fn update_progress(&self, job_id: &str, progress: &serde_json::Value) -> StoreResult<()> {
-        let text = progress.to_string();
-        bullmq_redis::queue::update_progress(&self.client, self.keys.queue(), job_id, &text)
-            .await?;
-        Ok(())
-    }
-
-    async fn add_log(&self, job_id: &str, line: &str, keep_logs: Option<u64>) -> StoreResult<u64> {
-        bullmq_redis::queue::add_log(&self.client, self.keys.queue(), job_id, line, keep_logs)
-            .await?
-            .ok_or_else(|| StoreError::Other(format!("job {job_id} no longer exists")))
-    }
-
-    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> StoreResult<()> {
-        let text = data.to_string();
-        bullmq_redis::queue::update_data(&self.client, self.keys.queue(), job_id, &text).await?;
-        Ok(())
     }
 
     fn connection_changes(&self) -> Option<broadcast::Receiver<ConnectionChange>> {
@@ -217,5 +213,31 @@ impl Store for RedisStore {
     async fn close(&self) {
         // Interrupts a BZPOPMIN in flight first (a QUIT would wait for its timeout); idempotent.
         self.connections.close().await;
+    }
+}
+
+#[async_trait]
+impl JobUpdates for RedisWorkerStore {
+    async fn update_progress(
+        &self,
+        job_id: &str,
+        progress: &serde_json::Value,
+    ) -> BackendResult<bool> {
+        let text = progress.to_string();
+        Ok(crate::queue::update_progress(&self.client, self.keys.queue(), job_id, &text).await?)
+    }
+
+    async fn add_log(
+        &self,
+        job_id: &str,
+        line: &str,
+        keep_logs: Option<u64>,
+    ) -> BackendResult<Option<u64>> {
+        Ok(crate::queue::add_log(&self.client, self.keys.queue(), job_id, line, keep_logs).await?)
+    }
+
+    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
+        let text = data.to_string();
+        Ok(crate::queue::update_data(&self.client, self.keys.queue(), job_id, &text).await?)
     }
 }

@@ -1,0 +1,91 @@
+//! [`RedisBackend`]: the [`bullmq_backend`] seam over Redis, in exactly Node BullMQ's layout.
+//!
+//! Each store owns its connections (closed by its `close` or when its last clone is dropped):
+//! a [`RedisQueueStore`] one command connection, a [`RedisWorkerStore`] a command and a
+//! blocking one, a [`RedisEventStream`] one blocking connection, a [`RedisEventPublisher`] one
+//! command connection. Connections are named as Node names them, so Node's `getWorkers` lists
+//! our workers.
+
+mod event_stream;
+mod queue_store;
+mod worker_store;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bullmq_backend::{
+    Backend, BackendError, BackendResult, EventPublisher, EventStream, QueueStore, WorkerStore,
+    WorkerStoreOptions,
+};
+use bullmq_protocol::keys::QueueKeys;
+
+pub use event_stream::{RedisEventPublisher, RedisEventStream};
+pub use queue_store::RedisQueueStore;
+pub use worker_store::RedisWorkerStore;
+
+use crate::{ConnectionConfig, RedisError};
+
+impl From<RedisError> for BackendError {
+    fn from(error: RedisError) -> Self {
+        match error {
+            RedisError::Connect { .. } => BackendError::Connect(Box::new(error)),
+            other => BackendError::Backend(Box::new(other)),
+        }
+    }
+}
+
+/// The Redis backend: opens every store of the seam on a Redis server described by a
+/// [`ConnectionConfig`].
+#[derive(Debug, Clone)]
+pub struct RedisBackend {
+    config: ConnectionConfig,
+}
+
+impl RedisBackend {
+    /// A backend connecting with `config` (nothing is connected until a store is opened).
+    pub fn new(config: ConnectionConfig) -> Self {
+        Self { config }
+    }
+
+    /// The connection configuration.
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+}
+
+#[async_trait]
+impl Backend for RedisBackend {
+    async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>> {
+        Ok(Arc::new(
+            RedisQueueStore::connect(&self.config, queue.clone()).await?,
+        ))
+    }
+
+    async fn worker_store(
+        &self,
+        queue: &QueueKeys,
+        options: &WorkerStoreOptions,
+    ) -> BackendResult<Arc<dyn WorkerStore>> {
+        let store = RedisWorkerStore::connect(
+            &self.config,
+            queue.prefix(),
+            queue.name(),
+            options.worker_name.as_deref(),
+        )
+        .await?
+        .with_metrics(options.metrics_max_points);
+        Ok(Arc::new(store))
+    }
+
+    async fn event_stream(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventStream>> {
+        Ok(Arc::new(
+            RedisEventStream::connect(&self.config, queue).await?,
+        ))
+    }
+
+    async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>> {
+        Ok(Arc::new(
+            RedisEventPublisher::connect(&self.config, queue).await?,
+        ))
+    }
+}

@@ -1,0 +1,209 @@
+//! [`RedisQueueStore`]: a queue's producer/admin store on Redis.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use bullmq_backend::{
+    AddResult, BackendError, BackendResult, JobEnd, JobRecord, JobUpdates, Metrics, MetricsKind,
+    NewJob, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
+};
+use bullmq_protocol::job_record::text_fields;
+use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::state::JobState;
+use fred::prelude::Client;
+
+use crate::queue as calls;
+use crate::{ConnectionConfig, Connections};
+
+/// The producer and admin store of one queue on one Redis connection.
+///
+/// Cloning shares the connection. A store opened by [`RedisQueueStore::connect`] owns it: it
+/// closes on [`QueueStore::close`] or when the last clone is dropped; one made
+/// [`RedisQueueStore::with_client`] leaves the client to its owner.
+#[derive(Debug, Clone)]
+pub struct RedisQueueStore {
+    client: Client,
+    keys: QueueKeys,
+    owned: Option<std::sync::Arc<Connections>>,
+}
+
+impl RedisQueueStore {
+    /// Connects a store for `keys`' queue (an unnamed connection, as Node's `Queue`).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::RedisError::Connect`] when Redis cannot be reached within the configured
+    /// timeout.
+    pub async fn connect(config: &ConnectionConfig, keys: QueueKeys) -> crate::Result<Self> {
+        let client = config.connect(None).await?;
+        let owned = Connections::new(vec![client.clone()], Vec::new());
+        Ok(Self {
+            client,
+            keys,
+            owned: Some(std::sync::Arc::new(owned)),
+        })
+    }
+
+    /// A store on an existing client, which [`QueueStore::close`] leaves open.
+    pub fn with_client(client: Client, keys: QueueKeys) -> Self {
+        Self {
+            client,
+            keys,
+            owned: None,
+        }
+    }
+
+    /// The Redis client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The queue's keys.
+    pub fn keys(&self) -> &QueueKeys {
+        &self.keys
+    }
+}
+
+#[async_trait]
+impl Producer for RedisQueueStore {
+    async fn add(&self, job: &NewJob) -> BackendResult<AddResult> {
+        Ok(calls::add_job(&self.client, &self.keys, job).await?)
+    }
+
+    async fn add_bulk(&self, jobs: &[NewJob]) -> BackendResult<Vec<AddResult>> {
+        Ok(calls::add_jobs_bulk(&self.client, &self.keys, jobs).await?)
+    }
+}
+
+#[async_trait]
+impl QueueAdmin for RedisQueueStore {
+    async fn set_meta(&self, max_len_events: u64) -> BackendResult<()> {
+        Ok(calls::set_meta(&self.client, &self.keys, max_len_events).await?)
+    }
+
+    async fn get_meta(&self) -> BackendResult<HashMap<String, String>> {
+        Ok(calls::get_meta(&self.client, &self.keys).await?)
+    }
+
+    async fn get_counts(&self, states: &[JobState]) -> BackendResult<Vec<u64>> {
+        Ok(calls::get_counts(&self.client, &self.keys, states).await?)
+    }
+
+    async fn get_ranges(
+        &self,
+        states: &[JobState],
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BackendResult<Vec<Vec<String>>> {
+        Ok(calls::get_ranges(&self.client, &self.keys, states, start, end, ascending).await?)
+    }
+
+    async fn get_state(&self, job_id: &str) -> BackendResult<JobState> {
+        Ok(calls::get_state(&self.client, &self.keys, job_id).await?)
+    }
+
+    async fn get_job(&self, job_id: &str) -> BackendResult<Option<JobRecord>> {
+        let raw = calls::get_job_hash(&self.client, &self.keys, job_id).await?;
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        let decode = |source| BackendError::Decode {
+            job_id: job_id.to_owned(),
+            source,
+        };
+        let fields = text_fields(raw).map_err(decode)?;
+        JobRecord::decode(job_id, &fields).map(Some).map_err(decode)
+    }
+
+    async fn job_end(&self, job_id: &str) -> BackendResult<JobEnd> {
+        Ok(calls::job_end(&self.client, &self.keys, job_id).await?)
+    }
+
+    async fn get_job_logs(
+        &self,
+        job_id: &str,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BackendResult<(Vec<String>, u64)> {
+        Ok(calls::get_job_logs(&self.client, &self.keys, job_id, start, end, ascending).await?)
+    }
+
+    async fn pause(&self) -> BackendResult<()> {
+        Ok(calls::pause(&self.client, &self.keys).await?)
+    }
+
+    async fn resume(&self) -> BackendResult<()> {
+        Ok(calls::resume(&self.client, &self.keys).await?)
+    }
+
+    async fn is_paused(&self) -> BackendResult<bool> {
+        Ok(calls::is_paused(&self.client, &self.keys).await?)
+    }
+
+    async fn drain(&self, delayed: bool) -> BackendResult<u64> {
+        Ok(calls::drain(&self.client, &self.keys, delayed).await?)
+    }
+
+    async fn clean(
+        &self,
+        state: JobState,
+        cutoff_ms: u64,
+        limit: u64,
+    ) -> BackendResult<Vec<String>> {
+        Ok(calls::clean(&self.client, &self.keys, state, cutoff_ms, limit).await?)
+    }
+
+    async fn obliterate_batch(&self, batch: u32, force: bool) -> BackendResult<ObliterateStep> {
+        Ok(calls::obliterate_batch(&self.client, &self.keys, batch, force).await?)
+    }
+
+    async fn remove_job(&self, job_id: &str, children: bool) -> BackendResult<RemoveOutcome> {
+        Ok(calls::remove_job(&self.client, &self.keys, job_id, children).await?)
+    }
+
+    async fn get_metrics(&self, kind: MetricsKind, start: i64, end: i64) -> BackendResult<Metrics> {
+        Ok(calls::get_metrics(&self.client, &self.keys, kind, start, end).await?)
+    }
+}
+
+#[async_trait]
+impl JobUpdates for RedisQueueStore {
+    async fn update_progress(
+        &self,
+        job_id: &str,
+        progress: &serde_json::Value,
+    ) -> BackendResult<bool> {
+        let text = progress.to_string();
+        Ok(calls::update_progress(&self.client, &self.keys, job_id, &text).await?)
+    }
+
+    async fn add_log(
+        &self,
+        job_id: &str,
+        line: &str,
+        keep_logs: Option<u64>,
+    ) -> BackendResult<Option<u64>> {
+        Ok(calls::add_log(&self.client, &self.keys, job_id, line, keep_logs).await?)
+    }
+
+    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
+        let text = data.to_string();
+        Ok(calls::update_data(&self.client, &self.keys, job_id, &text).await?)
+    }
+}
+
+#[async_trait]
+impl QueueStore for RedisQueueStore {
+    fn queue_name(&self) -> &str {
+        self.keys.name()
+    }
+
+    async fn close(&self) -> BackendResult<()> {
+        if let Some(owned) = &self.owned {
+            owned.close().await;
+        }
+        Ok(())
+    }
+}
