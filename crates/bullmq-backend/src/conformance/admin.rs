@@ -6,8 +6,8 @@ use bullmq_protocol::state::JobState;
 
 use super::{fields, Ctx};
 use crate::{
-    Backend, BackendError, FinishAction, FinishCode, MetricsKind, NewJob, ObliterateStep,
-    RemoveOutcome, Retention, WorkerStoreOptions,
+    Backend, FinishAction, FinishCode, MetricsKind, NewJob, ObliterateStep, RemoveOutcome,
+    Retention, WorkerStoreOptions,
 };
 
 /// `drain` removes waiting and prioritized jobs, and delayed ones when asked.
@@ -178,7 +178,7 @@ pub async fn logs_progress_and_data(backend: Arc<dyn Backend>, queue: &str) {
     for (n, line) in ["a", "b", "c"].iter().enumerate() {
         assert_eq!(
             c.queue.add_log(&id, line, None).await.unwrap(),
-            n as u64 + 1
+            Some(n as u64 + 1)
         );
     }
     let (lines, total) = c.queue.get_job_logs(&id, 0, -1, true).await.unwrap();
@@ -190,12 +190,12 @@ pub async fn logs_progress_and_data(backend: Arc<dyn Backend>, queue: &str) {
     assert_eq!(newest, ["c"]);
     let (newest_two, _) = c.queue.get_job_logs(&id, 0, 1, false).await.unwrap();
     assert_eq!(newest_two, ["c", "b"]);
-    assert_eq!(c.worker.add_log(&id, "d", Some(2)).await.unwrap(), 2);
+    assert_eq!(c.worker.add_log(&id, "d", Some(2)).await.unwrap(), Some(2));
     let (lines, total) = c.queue.get_job_logs(&id, 0, -1, true).await.unwrap();
     assert_eq!((lines, total), (vec!["c".into(), "d".into()], 2));
 
     let progress = serde_json::json!({"percent": 50});
-    c.worker.update_progress(&id, &progress).await.unwrap();
+    assert!(c.worker.update_progress(&id, &progress).await.unwrap());
     let record = c.queue.get_job(&id).await.unwrap().unwrap();
     assert_eq!(record.progress, progress);
     assert_eq!(
@@ -216,18 +216,15 @@ pub async fn logs_progress_and_data(backend: Arc<dyn Backend>, queue: &str) {
     );
 
     let data = serde_json::json!({"to": "x@y.z"});
-    c.queue.update_data(&id, &data).await.unwrap();
+    assert!(c.queue.update_data(&id, &data).await.unwrap());
     assert_eq!(c.queue.get_job(&id).await.unwrap().unwrap().data, data);
 
-    let missing = |r: Result<(), BackendError>| {
-        assert!(
-            matches!(r, Err(BackendError::JobNotFound { ref job_id }) if job_id == "404"),
-            "{r:?}"
-        );
-    };
-    missing(c.queue.update_progress("404", &progress).await);
-    missing(c.queue.update_data("404", &data).await);
-    missing(c.queue.add_log("404", "x", None).await.map(|_| ()));
+    // A missing job is reported and nothing is written (no `progress` event).
+    assert!(!c.queue.update_progress("404", &progress).await.unwrap());
+    assert!(!c.queue.update_data("404", &data).await.unwrap());
+    assert_eq!(c.queue.add_log("404", "x", None).await.unwrap(), None);
+    assert_eq!(c.queue.get_job("404").await.unwrap(), None);
+    assert_eq!(c.events_named("progress").await.len(), 2);
     c.close().await;
 }
 

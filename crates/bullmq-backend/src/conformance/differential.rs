@@ -94,7 +94,8 @@ async fn snapshot(side: &Side, max_id: u64) -> Snapshot {
             side.queue
                 .get_ranges(&[state], 0, -1, true)
                 .await
-                .expect("ranges"),
+                .expect("ranges")
+                .concat(),
         );
     }
     let events = side

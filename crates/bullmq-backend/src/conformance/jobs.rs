@@ -63,19 +63,19 @@ pub async fn add_and_read_back(backend: Arc<dyn Backend>, queue: &str) {
         .get_ranges(&[JobState::Waiting], 0, -1, true)
         .await
         .unwrap();
-    assert_eq!(ascending, ["1", "2"], "oldest first");
+    assert_eq!(ascending, [["1", "2"]], "oldest first");
     let descending = c
         .queue
         .get_ranges(&[JobState::Waiting], 0, -1, false)
         .await
         .unwrap();
-    assert_eq!(descending, ["2", "1"], "newest first");
+    assert_eq!(descending, [["2", "1"]], "newest first");
     let first = c
         .queue
         .get_ranges(&[JobState::Waiting], 0, 0, true)
         .await
         .unwrap();
-    assert_eq!(first, ["1"]);
+    assert_eq!(first, [["1"]]);
     c.close().await;
 }
 
@@ -100,7 +100,7 @@ pub async fn bulk_add_keeps_order(backend: Arc<dyn Backend>, queue: &str) {
         .get_ranges(&[JobState::Waiting], 0, -1, true)
         .await
         .unwrap();
-    assert_eq!(waiting, ["1", "custom"]);
+    assert_eq!(waiting, [["1", "custom"]]);
     assert_eq!(c.state("4").await, JobState::Prioritized);
     assert_eq!(c.events_named("duplicated").await.len(), 1);
     assert_eq!(
@@ -203,6 +203,19 @@ pub async fn priorities_and_lifo_order(backend: Arc<dyn Backend>, queue: &str) {
     assert_eq!(c.count(JobState::Waiting).await, 3);
     let record = c.queue.get_job(&b).await.unwrap().unwrap();
     assert_eq!(record.priority, 2);
+    let ranges = c
+        .queue
+        .get_ranges(&[JobState::Prioritized, JobState::Waiting], 0, -1, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        ranges,
+        [
+            vec![cc.clone(), d.clone(), b.clone()],
+            vec![e.clone(), a.clone(), f.clone()]
+        ],
+        "one list per state: prioritized by score, wait from its taking end (LIFO first)"
+    );
 
     let first = c.fetch(2).await;
     let rest = c.fetch(10).await;

@@ -31,7 +31,7 @@ pub(crate) fn counts(q: &QueueState, states: &[JobState]) -> Vec<u64> {
         .collect()
 }
 
-/// Ids per state, concatenated; lists hold the newest job on the left, so ascending reads
+/// Ids per state; lists hold the newest job on the left, so ascending reads
 /// them from the right end.
 pub(crate) fn ranges(
     q: &QueueState,
@@ -39,7 +39,7 @@ pub(crate) fn ranges(
     start: i64,
     end: i64,
     ascending: bool,
-) -> Vec<String> {
+) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for state in states {
         let list = match state {
@@ -53,9 +53,9 @@ pub(crate) fn ranges(
                 let to = if start == -1 { 0 } else { -(start + 1) };
                 let mut ids = list_range(list.iter(), list.len(), from, to);
                 ids.reverse();
-                out.extend(ids);
+                out.push(ids);
             } else {
-                out.extend(list_range(list.iter(), list.len(), start, end));
+                out.push(list_range(list.iter(), list.len(), start, end));
             }
             continue;
         }
@@ -65,9 +65,13 @@ pub(crate) fn ranges(
             JobState::Completed => &q.completed,
             JobState::Failed => &q.failed,
             JobState::WaitingChildren => &q.waiting_children,
-            _ => continue,
+            // The legacy `paused` list is never written here; `unknown` has no key.
+            _ => {
+                out.push(Vec::new());
+                continue;
+            }
         };
-        out.extend(set.range(start, end, ascending));
+        out.push(set.range(start, end, ascending));
     }
     out
 }

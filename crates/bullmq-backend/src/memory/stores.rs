@@ -27,12 +27,6 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn not_found(job_id: &str) -> BackendError {
-    BackendError::JobNotFound {
-        job_id: job_id.to_owned(),
-    }
-}
-
 /// One queue of the world, as seen by a handle; calls fail once the handle is closed.
 #[derive(Debug)]
 struct Handle<'a> {
@@ -49,11 +43,11 @@ impl Handle<'_> {
         Ok(())
     }
 
-    fn update_progress(&self, job_id: &str, progress: &serde_json::Value) -> BackendResult<()> {
+    fn update_progress(&self, job_id: &str, progress: &serde_json::Value) -> BackendResult<bool> {
         self.check()?;
         self.world.with_queue(self.base, |q, now| {
             if !q.jobs.contains_key(job_id) {
-                return Err(not_found(job_id));
+                return Ok(false);
             }
             let text = progress.to_string();
             q.set_field(job_id, "progress", text.clone());
@@ -62,25 +56,24 @@ impl Handle<'_> {
                 "progress",
                 &[("jobId", job_id.to_owned()), ("data", text)],
             );
-            Ok(())
+            Ok(true)
         })
     }
 
-    fn add_log(&self, job_id: &str, line: &str, keep: Option<u64>) -> BackendResult<u64> {
+    fn add_log(&self, job_id: &str, line: &str, keep: Option<u64>) -> BackendResult<Option<u64>> {
         self.check()?;
-        self.world.with_queue(self.base, |q, _| {
-            admin::add_log(q, job_id, line, keep).ok_or_else(|| not_found(job_id))
-        })
+        self.world
+            .with_queue(self.base, |q, _| Ok(admin::add_log(q, job_id, line, keep)))
     }
 
-    fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<()> {
+    fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
         self.check()?;
         self.world.with_queue(self.base, |q, _| {
             if !q.jobs.contains_key(job_id) {
-                return Err(not_found(job_id));
+                return Ok(false);
             }
             q.set_field(job_id, "data", data.to_string());
-            Ok(())
+            Ok(true)
         })
     }
 }
@@ -157,7 +150,7 @@ impl QueueAdmin for MemoryQueueStore {
         start: i64,
         end: i64,
         ascending: bool,
-    ) -> BackendResult<Vec<String>> {
+    ) -> BackendResult<Vec<Vec<String>>> {
         self.queue(|q, _| Ok(admin::ranges(q, states, start, end, ascending)))
     }
 
@@ -249,7 +242,7 @@ impl JobUpdates for MemoryQueueStore {
         &self,
         job_id: &str,
         progress: &serde_json::Value,
-    ) -> BackendResult<()> {
+    ) -> BackendResult<bool> {
         self.handle().update_progress(job_id, progress)
     }
 
@@ -258,11 +251,11 @@ impl JobUpdates for MemoryQueueStore {
         job_id: &str,
         line: &str,
         keep_logs: Option<u64>,
-    ) -> BackendResult<u64> {
+    ) -> BackendResult<Option<u64>> {
         self.handle().add_log(job_id, line, keep_logs)
     }
 
-    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<()> {
+    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
         self.handle().update_data(job_id, data)
     }
 }
@@ -326,7 +319,7 @@ impl JobUpdates for MemoryWorkerStore {
         &self,
         job_id: &str,
         progress: &serde_json::Value,
-    ) -> BackendResult<()> {
+    ) -> BackendResult<bool> {
         self.handle().update_progress(job_id, progress)
     }
 
@@ -335,11 +328,11 @@ impl JobUpdates for MemoryWorkerStore {
         job_id: &str,
         line: &str,
         keep_logs: Option<u64>,
-    ) -> BackendResult<u64> {
+    ) -> BackendResult<Option<u64>> {
         self.handle().add_log(job_id, line, keep_logs)
     }
 
-    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<()> {
+    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
         self.handle().update_data(job_id, data)
     }
 }
