@@ -26,8 +26,8 @@ async fn memory_backend_agrees_with_redis() {
         reference,
         candidate,
         &queue,
-        1..=8,
-        120,
+        1..=12,
+        150,
     )
     .await;
 }
