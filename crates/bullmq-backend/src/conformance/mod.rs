@@ -7,6 +7,10 @@
 //! for expiries with real sleeps and generous margins and never assert on speed, so they hold
 //! on a slow shared machine.
 //!
+//! [`differential::backends_agree`] runs the same pseudo-random operations on two backends
+//! and compares them step by step (the Redis backend's tests compare the memory backend with
+//! it).
+//!
 //! A backend's test file runs them all with [`conformance_tests!`](crate::conformance_tests):
 //!
 //! ```ignore

@@ -31,7 +31,9 @@
 //! list do not exist here (nothing in the seam creates them), so the admin calls never meet a
 //! scheduler's job; records cannot be corrupted through the seam, so the corrupted-record
 //! paths (`Fetched::corrupted`, `FinishCode::Corrupted`) are never taken; there is no
-//! connection to lose (`connection_changes` is `None`, `reconnect` does nothing).
+//! connection to lose (`connection_changes` is `None`, `reconnect` does nothing). Where Redis'
+//! order is a hash set's (the children a removal visits, the jobs one stalled check recovers),
+//! this backend takes ids in sorted order.
 //!
 //! Time is read from the backend's clock, [`crate::now_ms`] unless [`MemoryBackend::with_clock`]
 //! says otherwise; lock, limiter and deduplication expiries are compared with it when read.
