@@ -71,7 +71,7 @@ pub(crate) async fn run(
         keys.key(QueueKey::Events),
     ];
     let base = keys.base().to_string();
-    let client = queue.client().clone();
+    let client = queue.redis_client().expect("a Redis queue").clone();
     let cpu_before = redis_stats::server_cpu_seconds(admin).await?;
     let client_before = process_cpu::cpu_seconds();
     let started = Instant::now();

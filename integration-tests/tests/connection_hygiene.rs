@@ -16,7 +16,8 @@ use fred::prelude::ClientLike;
 use fred::types::{ClusterHash, CustomCommand};
 use ractor::{ActorCell, ActorRef};
 use ractor_bullmq::protocol::options::JobOptions;
-use ractor_bullmq::supervision::{Runtime, RuntimeOptions, SupervisedWorker, SupervisorOptions};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions, SupervisedWorker};
+use ractor_bullmq::supervision::SupervisorOptions;
 use ractor_bullmq::worker::{Job, JobContext, LockManagerMsg, Worker, WorkerArgs, WorkerMsg};
 use ractor_bullmq::{ConnectionConfig, QueueEventsOptions, WorkerOptions};
 use serde_json::{json, Value};
@@ -175,7 +176,8 @@ async fn crashed_and_killed_workers_close_their_connections() -> anyhow::Result<
     let dropped =
         ractor_bullmq::Queue::new(&name, ractor_bullmq::QueueOptions::new(connection)).await?;
     let id: i64 = dropped
-        .client()
+        .redis_client()
+        .expect("a Redis queue")
         .custom(
             CustomCommand::new_static("CLIENT", ClusterHash::Random, false),
             vec!["ID".to_owned()],

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ractor_bullmq::events::ConnectionEvent;
-use ractor_bullmq::supervision::{Runtime, RuntimeOptions, SupervisionError};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
+use ractor_bullmq::supervision::SupervisionError;
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{
     ConnectionConfig, Queue, QueueEventsArgs, QueueEventsError, QueueEventsHandle,

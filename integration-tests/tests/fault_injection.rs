@@ -12,9 +12,8 @@ use std::time::Duration;
 use common::*;
 use ractor::{ActorCell, ActorId};
 use ractor_bullmq::protocol::options::JobOptions;
-use ractor_bullmq::supervision::{
-    Runtime, RuntimeEvent, RuntimeOptions, SupervisedWorker, SupervisorOptions,
-};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions, SupervisedWorker};
+use ractor_bullmq::supervision::{RuntimeEvent, SupervisorOptions};
 use ractor_bullmq::worker::{Job, JobContext, JobRunner, LockManagerMsg};
 use ractor_bullmq::{ConnectionConfig, Queue, WorkerCallbacks, WorkerOptions};
 use serde_json::{json, Value};

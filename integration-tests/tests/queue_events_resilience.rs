@@ -18,7 +18,8 @@ use fred::types::{ClusterHash, CustomCommand};
 use queue_events_support::*;
 use ractor_bullmq::protocol::events::StreamEvent;
 use ractor_bullmq::protocol::keys::QueueKeys;
-use ractor_bullmq::supervision::{Runtime, RuntimeEvent, RuntimeOptions};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
+use ractor_bullmq::supervision::RuntimeEvent;
 use ractor_bullmq::{
     ConnectionConfig, QueueEventsArgs, QueueEventsHandle, QueueEventsHandler, QueueEventsOptions,
     QueueEventsProducer,

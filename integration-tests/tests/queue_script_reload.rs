@@ -36,7 +36,7 @@ async fn script_flush_mid_test_reloads_scripts_transparently() -> Result<()> {
     let _: () = raw.script_flush(false).await?;
     // The typed layer directly, on the queue's own client.
     let added = scripts::add_job(
-        queue.client(),
+        queue.redis_client().expect("a Redis queue"),
         queue.keys(),
         &NewJob::new("e", "{}", "{}", 1),
     )

@@ -7,7 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use ractor_bullmq::supervision::{Runtime, RuntimeEvent, RuntimeOptions};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
+use ractor_bullmq::supervision::RuntimeEvent;
 use ractor_bullmq::{ConnectionConfig, QueueEventsOptions};
 use serde_json::json;
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use ractor_bullmq::manager::WorkerManagerOptions;
 use ractor_bullmq::protocol::options::JobOptions;
-use ractor_bullmq::supervision::{Runtime, RuntimeOptions};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{ConnectionConfig, Queue, QueueEventsOptions, WorkerOptions};
 use serde_json::{json, Value};

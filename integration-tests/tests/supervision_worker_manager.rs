@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::*;
 use ractor_bullmq::manager::{Autoscale, WorkerManagerOptions};
 use ractor_bullmq::protocol::options::JobOptions;
-use ractor_bullmq::supervision::{Runtime, RuntimeOptions};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{ConnectionConfig, Queue, WorkerCallbacks, WorkerOptions};
 use serde_json::{json, Value};

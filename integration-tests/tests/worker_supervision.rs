@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use ractor_bullmq::protocol::JobRecord;
 use ractor_bullmq::store::{
     FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobUpdates,
     StalledReport, Store, StoreResult,
 };
-use ractor_bullmq::protocol::JobRecord;
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerOptions};
 use serde_json::json;
@@ -66,7 +66,12 @@ impl JobUpdates for FakeStore {
     async fn update_progress(&self, _id: &str, _p: &serde_json::Value) -> StoreResult<bool> {
         Ok(true)
     }
-    async fn add_log(&self, _id: &str, _line: &str, _keep: Option<u64>) -> StoreResult<Option<u64>> {
+    async fn add_log(
+        &self,
+        _id: &str,
+        _line: &str,
+        _keep: Option<u64>,
+    ) -> StoreResult<Option<u64>> {
         Ok(Some(1))
     }
     async fn update_data(&self, _id: &str, _data: &serde_json::Value) -> StoreResult<bool> {

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use ractor_bullmq::protocol::options::JobOptions;
-use ractor_bullmq::supervision::{Runtime, RuntimeOptions};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
 use ractor_bullmq::worker::{Job, JobContext, JobRunner};
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions, WorkerOptions};
 use serde_json::json;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use ractor_bullmq::manager::{Autoscale, WorkerManagerOptions};
 use ractor_bullmq::protocol::options::JobOptions;
-use ractor_bullmq::supervision::{Runtime, RuntimeOptions};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions, WorkerOptions};
 use serde_json::json;

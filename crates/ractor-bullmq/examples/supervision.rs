@@ -10,7 +10,8 @@
 
 use std::time::Duration;
 
-use ractor_bullmq::supervision::{Runtime, RuntimeEvent, RuntimeOptions, SupervisorOptions};
+use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
+use ractor_bullmq::supervision::{RuntimeEvent, SupervisorOptions};
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{ConnectionConfig, Queue, QueueEventsOptions, QueueOptions, WorkerOptions};
 use serde_json::json;

@@ -5,6 +5,7 @@
 //! written, job hashes that cannot be decoded, and the refusals BullMQ's scripts signal with
 //! codes (a locked job, active jobs on obliterate, a missing job).
 
+use bullmq_backend::BackendError;
 use bullmq_protocol::{DecodeError, ValidationError};
 use bullmq_redis::RedisError;
 
@@ -17,6 +18,10 @@ pub enum QueueError {
     /// [`QueueError::is_connect`].
     #[error(transparent)]
     Redis(#[from] RedisError),
+    /// A backend other than Redis failed (or Redis failed in a way that is not a
+    /// [`RedisError`], such as a timeout).
+    #[error(transparent)]
+    Backend(BackendError),
     /// The job was rejected before anything was written (Node's messages).
     #[error("invalid job: {0}")]
     Validation(#[from] ValidationError),
@@ -75,7 +80,41 @@ pub enum QueueError {
 impl QueueError {
     /// True when Redis could not be reached at all (first connection failed or timed out).
     pub fn is_connect(&self) -> bool {
-        matches!(self, QueueError::Redis(RedisError::Connect { .. }))
+        match self {
+            QueueError::Redis(error) => matches!(error, RedisError::Connect { .. }),
+            QueueError::Backend(error) => error.is_connect(),
+            _ => false,
+        }
+    }
+}
+
+/// A backend error as the queue reports it: the Redis backend's errors stay
+/// [`QueueError::Redis`] (so `is_connect` and matches on [`RedisError`] keep working), a
+/// missing or corrupted job gets its own variant, anything else is [`QueueError::Backend`].
+impl From<BackendError> for QueueError {
+    fn from(error: BackendError) -> Self {
+        match redis_error(error) {
+            Ok(redis) => QueueError::Redis(redis),
+            Err(BackendError::JobNotFound { job_id }) => QueueError::JobNotFound { job_id },
+            Err(BackendError::Decode { job_id, source }) => QueueError::Decode { job_id, source },
+            Err(other) => QueueError::Backend(other),
+        }
+    }
+}
+
+/// The [`RedisError`] inside a backend error of the Redis backend, or the error unchanged: the
+/// runtime's error types keep Redis failures as their `Redis` variants.
+pub(crate) fn redis_error(error: BackendError) -> std::result::Result<RedisError, BackendError> {
+    match error {
+        BackendError::Connect(inner) => inner
+            .downcast::<RedisError>()
+            .map(|redis| *redis)
+            .map_err(BackendError::Connect),
+        BackendError::Backend(inner) => inner
+            .downcast::<RedisError>()
+            .map(|redis| *redis)
+            .map_err(BackendError::Backend),
+        other => Err(other),
     }
 }
 

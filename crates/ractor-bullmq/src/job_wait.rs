@@ -21,14 +21,14 @@
 
 use std::time::Duration;
 
+use bullmq_backend::{BackendError, JobEnd};
 use bullmq_protocol::events::Event;
 use bullmq_protocol::keys::QueueKey;
-use bullmq_redis::fred::prelude::TransactionInterface;
-use bullmq_redis::fred::prelude::{HashesInterface, KeysInterface, SortedSetsInterface};
 use bullmq_redis::RedisError;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::error::QueueError;
 use crate::events::QueueEventsHandle;
 use crate::job::Job;
 use crate::queue::Queue;
@@ -87,9 +87,23 @@ pub enum WaitError {
         /// The stream the QueueEvents reads.
         events_key: String,
     },
-    /// Reading the job's state failed.
+    /// Reading the job's state failed on Redis.
     #[error(transparent)]
     Redis(#[from] RedisError),
+    /// Reading the job's state failed on another backend.
+    #[error(transparent)]
+    Backend(BackendError),
+}
+
+impl From<BackendError> for WaitError {
+    /// Redis failures stay [`WaitError::Redis`], as [`QueueError`] keeps them.
+    fn from(error: BackendError) -> Self {
+        match QueueError::from(error) {
+            QueueError::Redis(redis) => WaitError::Redis(redis),
+            QueueError::Backend(backend) => WaitError::Backend(backend),
+            other => WaitError::Backend(BackendError::backend(other)),
+        }
+    }
 }
 
 /// How often the reader's position is checked while it has not pinned a `$` start yet.
@@ -197,45 +211,21 @@ impl Queue {
         &self,
         job_id: &str,
     ) -> Result<Option<Result<JobFinished, WaitError>>, WaitError> {
-        let keys = self.keys();
-        let job_key = keys.job(job_id);
-        let trx = self.client().multi();
-        let () = trx.exists(&job_key).await.map_err(RedisError::from)?;
-        let () = trx
-            .zscore(keys.key(QueueKey::Completed), job_id)
-            .await
-            .map_err(RedisError::from)?;
-        let () = trx
-            .zscore(keys.key(QueueKey::Failed), job_id)
-            .await
-            .map_err(RedisError::from)?;
-        let () = trx
-            .hmget(&job_key, vec!["returnvalue", "failedReason"])
-            .await
-            .map_err(RedisError::from)?;
-        let (exists, completed, failed, fields): (
-            u64,
-            Option<f64>,
-            Option<f64>,
-            Vec<Option<String>>,
-        ) = trx.exec(true).await.map_err(RedisError::from)?;
-        if exists == 0 {
-            return Ok(Some(Err(WaitError::JobNotFound {
+        let end = self.store().job_end(job_id).await?;
+        match end {
+            JobEnd::Missing => Ok(Some(Err(WaitError::JobNotFound {
                 job_id: job_id.to_owned(),
-            })));
-        }
-        let field = |i: usize| fields.get(i).cloned().flatten();
-        if completed.is_some() {
+            }))),
             // As Node's getReturnValue: JSON when it parses, the raw text otherwise.
-            let value = match field(0) {
-                None => Value::Null,
-                Some(raw) => serde_json::from_str(&raw).unwrap_or(Value::String(raw)),
-            };
-            return Ok(Some(Ok(JobFinished::Completed(value))));
+            JobEnd::Completed(raw) => {
+                let value = match raw {
+                    None => Value::Null,
+                    Some(raw) => serde_json::from_str(&raw).unwrap_or(Value::String(raw)),
+                };
+                Ok(Some(Ok(JobFinished::Completed(value))))
+            }
+            JobEnd::Failed(reason) => Ok(Some(Ok(JobFinished::Failed(reason.unwrap_or_default())))),
+            _ => Ok(None),
         }
-        if failed.is_some() {
-            return Ok(Some(Ok(JobFinished::Failed(field(1).unwrap_or_default()))));
-        }
-        Ok(None)
     }
 }

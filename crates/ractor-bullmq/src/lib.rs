@@ -10,6 +10,7 @@ pub mod job_wait;
 pub mod manager;
 mod outage;
 pub mod queue;
+pub mod runtime;
 pub mod store;
 pub mod supervision;
 pub mod telemetry;
@@ -28,9 +29,10 @@ pub use job::Job;
 pub use job_wait::{JobFinished, WaitError};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
 pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
-pub use supervision::{Runtime, RuntimeEvent, RuntimeOptions, SupervisedWorker};
+pub use runtime::{Runtime, RuntimeOptions};
+pub use supervision::RuntimeEvent;
 pub use telemetry::{Metrics, MetricsKind};
 pub use worker::{
-    DelayedError, JobContext, RateLimitError, UnrecoverableError, Worker, WorkerArgs,
-    WorkerCallbacks, WorkerHandle, WorkerOptions,
+    DelayedError, JobContext, RateLimitError, SupervisedWorker, UnrecoverableError, Worker,
+    WorkerArgs, WorkerCallbacks, WorkerHandle, WorkerOptions,
 };

@@ -37,7 +37,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::store::{
-    JobUpdates, FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult,
+    FetchRequest, Fetched, Finish, FinishReply, JobUpdates, StalledReport, Store, StoreError,
+    StoreResult,
 };
 use crate::worker::{classify, run_job, JobContext, Processor, WorkerCallbacks};
 
@@ -316,7 +317,12 @@ impl JobUpdates for RecordingStore {
         Ok(true)
     }
 
-    async fn add_log(&self, _job_id: &str, line: &str, keep_logs: Option<u64>) -> StoreResult<Option<u64>> {
+    async fn add_log(
+        &self,
+        _job_id: &str,
+        line: &str,
+        keep_logs: Option<u64>,
+    ) -> StoreResult<Option<u64>> {
         let mut recorded = self.lock();
         recorded.logs.push(line.to_string());
         let total = u64::try_from(recorded.logs.len()).unwrap_or(u64::MAX);

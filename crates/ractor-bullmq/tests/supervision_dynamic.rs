@@ -99,9 +99,15 @@ async fn start_failures_are_reported_and_the_supervisor_keeps_running() {
         .await
         .unwrap_err();
     match err {
-        SupervisionError::StartFailed { id, reason } => {
+        SupervisionError::StartFailed { id, source } => {
             assert_eq!(id, "bad");
+            let reason = source.to_string();
             assert!(reason.contains("no config"), "{reason}");
+            // The cause keeps its type: the start function's spawn error.
+            assert!(
+                source.downcast_ref::<ractor::SpawnErr>().is_some(),
+                "{source:?}"
+            );
         }
         other => panic!("unexpected {other:?}"),
     }

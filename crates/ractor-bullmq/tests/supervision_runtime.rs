@@ -5,9 +5,8 @@ mod supervision_support;
 
 use std::time::Duration;
 
-use ractor_bullmq::supervision::{
-    Branch, Runtime, RuntimeEvent, RuntimeOptions, SupervisionError, SupervisorOptions,
-};
+use ractor_bullmq::runtime::{Branch, Runtime, RuntimeOptions};
+use ractor_bullmq::supervision::{RuntimeEvent, SupervisionError, SupervisorOptions};
 use supervision_support::*;
 
 #[tokio::test]

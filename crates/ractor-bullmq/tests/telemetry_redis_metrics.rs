@@ -1,11 +1,12 @@
-//! `telemetry::get_metrics` reads the per-minute metrics a Node BullMQ worker keeps in Redis
+//! `bullmq_redis::queue::get_metrics` (behind `Queue::get_metrics`) reads the per-minute metrics a Node BullMQ worker keeps in Redis
 //! exactly as Node's `queue.getMetrics` returns them.
 
 mod telemetry_support;
 
 use bullmq_redis::fred::prelude::{Client, ClientLike, KeysInterface};
+use bullmq_redis::queue::get_metrics;
 use ractor_bullmq::protocol::keys::QueueKeys;
-use ractor_bullmq::telemetry::{get_metrics, Metrics, MetricsKind};
+use ractor_bullmq::telemetry::{Metrics, MetricsKind};
 use ractor_bullmq::ConnectionConfig;
 
 use telemetry_support::{node_dir, node_eval, unique_queue};
@@ -218,7 +219,7 @@ async fn our_worker_keeps_node_compatible_metrics() {
     for kind in [MetricsKind::Completed, MetricsKind::Failed] {
         let _: i64 = bullmq_redis::fred::prelude::HashesInterface::hset(
             &client,
-            kind.key(&keys),
+            bullmq_redis::queue::metrics_key(&keys, kind),
             ("prevTS", ago.to_string()),
         )
         .await

@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ractor::ActorRef;
 use ractor_bullmq::store::{
-    ConnectionChange, FetchRequest, JobUpdates, Fetched, Finish, FinishReply, StalledReport, Store, StoreError,
-    StoreResult,
+    ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, JobUpdates, StalledReport, Store,
+    StoreError, StoreResult,
 };
 use ractor_bullmq::worker::{Job, JobContext, LockManagerMsg, WorkerMsg};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerCallbacks, WorkerOptions};
@@ -50,7 +50,12 @@ impl JobUpdates for CountingStore {
     async fn update_progress(&self, _id: &str, _p: &Value) -> StoreResult<bool> {
         Ok(true)
     }
-    async fn add_log(&self, _id: &str, _line: &str, _keep: Option<u64>) -> StoreResult<Option<u64>> {
+    async fn add_log(
+        &self,
+        _id: &str,
+        _line: &str,
+        _keep: Option<u64>,
+    ) -> StoreResult<Option<u64>> {
         Ok(Some(1))
     }
     async fn update_data(&self, _id: &str, _data: &Value) -> StoreResult<bool> {
@@ -69,7 +74,9 @@ impl Store for CountingStore {
             std::future::pending::<()>().await;
         }
         if self.failing.load(Ordering::SeqCst) {
-            return Err(StoreError::backend(std::io::Error::other("connection refused")));
+            return Err(StoreError::backend(std::io::Error::other(
+                "connection refused",
+            )));
         }
         Ok(Fetched::default())
     }

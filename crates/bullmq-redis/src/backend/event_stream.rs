@@ -4,9 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bullmq_backend::{
-    BackendResult, ConnectionChange, EventEntry, EventPublisher, EventStream,
-};
+use bullmq_backend::{BackendResult, ConnectionChange, EventEntry, EventPublisher, EventStream};
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 use fred::prelude::{Client, ClientLike, EventInterface};
 use tokio::sync::broadcast;
@@ -36,9 +34,7 @@ impl RedisEventStream {
     ///
     /// [`crate::RedisError::Connect`] when Redis cannot be reached.
     pub async fn connect(config: &ConnectionConfig, keys: &QueueKeys) -> crate::Result<Self> {
-        let client = config
-            .connect(Some(queue_events_client_name(keys)))
-            .await?;
+        let client = config.connect(Some(queue_events_client_name(keys))).await?;
         let (changes, _) = broadcast::channel(16);
         let lost = changes.clone();
         client.on_error(move |(error, _server)| {

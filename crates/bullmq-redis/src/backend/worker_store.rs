@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    now_ms, BackendResult, ConnectionChange, FetchRequest, Fetched, Finish,
-    FinishReply, JobUpdates, StalledReport, WorkerStore,
+    now_ms, BackendResult, ConnectionChange, FetchRequest, Fetched, Finish, FinishReply,
+    JobUpdates, StalledReport, WorkerStore,
 };
 use bullmq_protocol::keys::QueueKeys;
 use fred::prelude::{Client, EventInterface};
@@ -145,7 +145,8 @@ fn watch_connection(
 impl RedisWorkerStore {
     /// Reserves `count` token sequence numbers; returns the first.
     fn reserve_tokens(&self, count: u32) -> u64 {
-        self.token_seq.fetch_add(u64::from(count), Ordering::Relaxed)
+        self.token_seq
+            .fetch_add(u64::from(count), Ordering::Relaxed)
     }
 }
 

@@ -2,8 +2,8 @@
 
 use bullmq_backend::{JobEnd, Metrics, MetricsKind};
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
-use fred::prelude::{Client, HashesInterface, KeysInterface, ListInterface, SortedSetsInterface};
 use fred::prelude::TransactionInterface;
+use fred::prelude::{Client, HashesInterface, KeysInterface, ListInterface, SortedSetsInterface};
 
 use crate::error::Result;
 

@@ -9,8 +9,8 @@ use serde::Serialize;
 use super::reply::{array, integer, job_hash, string, strings, unexpected};
 use super::scripts::FETCH_BATCH;
 use super::{JobFacts, WorkerKeys};
-use bullmq_protocol::JobRecord;
 use crate::error::Result;
+use bullmq_protocol::JobRecord;
 
 pub use bullmq_backend::{CorruptedJob, FetchRequest, Fetched, FetchedJob};
 
@@ -65,7 +65,10 @@ pub(crate) fn corrupted_jobs(script: &'static str, value: Value) -> Result<Vec<C
 /// without them is a remnant (a job deleted under a script that wrote a field back) or a
 /// manual edit, and is failed rather than run with defaults; the decoder checks the rest.
 fn decode_job(id: String, token: String, fields: &HashMap<String, String>) -> FetchedJob {
-    if let Some(field) = ["name", "opts"].into_iter().find(|f| !fields.contains_key(*f)) {
+    if let Some(field) = ["name", "opts"]
+        .into_iter()
+        .find(|f| !fields.contains_key(*f))
+    {
         return FetchedJob::unreadable(
             id,
             token,

@@ -129,9 +129,7 @@ impl<'a> WireItem<'a> {
 
 fn wire_item(finish: &Finish) -> WireItem<'_> {
     let facts = JobFacts::from_receipt(finish.receipt);
-    let next_attempts = facts
-        .attempts_made
-        .map(|made| made.saturating_add(1));
+    let next_attempts = facts.attempts_made.map(|made| made.saturating_add(1));
     let mut item = match &finish.action {
         FinishAction::Complete { returnvalue, keep } => WireItem {
             atm: next_attempts,

@@ -41,7 +41,7 @@
 //! [`QueueEventsArgs::on_connection`], and the `bullmq.connection.lost` /
 //! `bullmq.connection.restored` telemetry events.
 //!
-//! [`Runtime::start_queue_events`]: crate::supervision::Runtime::start_queue_events
+//! [`Runtime::start_queue_events`]: crate::runtime::Runtime::start_queue_events
 //! [`Queue::new`]: crate::Queue::new
 
 mod connection;

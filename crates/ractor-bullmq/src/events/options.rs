@@ -3,7 +3,11 @@
 use std::time::Duration;
 
 use bullmq_protocol::keys::DEFAULT_PREFIX;
-use bullmq_redis::ConnectionConfig;
+use std::sync::Arc;
+
+use bullmq_backend::Backend;
+use bullmq_protocol::keys::QueueKeys;
+use bullmq_redis::{ConnectionConfig, RedisBackend};
 
 use super::error::QueueEventsError;
 
@@ -47,6 +51,9 @@ pub struct QueueEventsOptions {
     /// Events buffered per subscriber before it is disconnected as too slow (default
     /// [`DEFAULT_SUBSCRIBER_BUFFER`]). See the module docs for the policy.
     pub subscriber_buffer: usize,
+    /// The backend to read from; `None` (the default) reads Redis at
+    /// [`connection`](Self::connection).
+    pub backend: Option<Arc<dyn Backend>>,
 }
 
 impl QueueEventsOptions {
@@ -61,7 +68,29 @@ impl QueueEventsOptions {
             autorun: true,
             name: None,
             subscriber_buffer: DEFAULT_SUBSCRIBER_BUFFER,
+            backend: None,
         }
+    }
+
+    /// Options for `queue` on `backend` (its [`connection`](Self::connection) is not used).
+    pub fn with_backend(queue: impl Into<String>, backend: Arc<dyn Backend>) -> Self {
+        let mut options = Self::new(queue, ConnectionConfig::default());
+        options.backend = Some(backend);
+        options
+    }
+
+    /// The backend to read from: [`backend`](Self::backend), or Redis at
+    /// [`connection`](Self::connection).
+    pub fn open_backend(&self) -> Arc<dyn Backend> {
+        match &self.backend {
+            Some(backend) => Arc::clone(backend),
+            None => Arc::new(RedisBackend::new(self.connection.clone())),
+        }
+    }
+
+    /// The queue's keys (prefix and name).
+    pub fn keys(&self) -> QueueKeys {
+        QueueKeys::new(self.prefix.clone(), self.queue.clone())
     }
 
     /// Sets [`prefix`](Self::prefix).

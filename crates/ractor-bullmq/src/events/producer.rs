@@ -1,9 +1,11 @@
 //! Publishing custom events on a queue's events stream, as Node's `QueueEventsProducer` does.
 
 use bullmq_protocol::keys::{QueueKeys, DEFAULT_PREFIX};
-use bullmq_redis::events::publish_event;
-use bullmq_redis::fred::prelude::{Client, ClientLike};
-use bullmq_redis::ConnectionConfig;
+use std::sync::Arc;
+
+use bullmq_backend::{Backend, EventPublisher};
+use bullmq_redis::fred::prelude::Client;
+use bullmq_redis::{ConnectionConfig, RedisBackend, RedisEventPublisher};
 
 use super::error::QueueEventsError;
 
@@ -24,11 +26,8 @@ use super::error::QueueEventsError;
 /// ```
 #[derive(Clone)]
 pub struct QueueEventsProducer {
-    client: Client,
+    publisher: Arc<dyn EventPublisher>,
     key: String,
-    /// The connection [`QueueEventsProducer::connect`] opened, closed by `close` or when the
-    /// last clone is dropped.
-    owned: Option<std::sync::Arc<bullmq_redis::Connections>>,
 }
 
 impl QueueEventsProducer {
@@ -42,22 +41,32 @@ impl QueueEventsProducer {
         connection: &ConnectionConfig,
         prefix: Option<&str>,
     ) -> Result<Self, QueueEventsError> {
-        let client = connection.connect(None).await?;
-        let owned = bullmq_redis::Connections::new(vec![client.clone()], Vec::new());
-        let mut producer = Self::from_client(
-            client,
-            &QueueKeys::new(prefix.unwrap_or(DEFAULT_PREFIX), queue),
-        );
-        producer.owned = Some(std::sync::Arc::new(owned));
-        Ok(producer)
+        Self::with_backend(queue, &RedisBackend::new(connection.clone()), prefix).await
     }
 
-    /// A producer on an existing client (shared with other users of the client).
+    /// Opens a producer for `queue` on `backend` (prefix default `bull`).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueEventsError::Redis`] / [`QueueEventsError::Backend`] when the backend cannot be
+    /// reached.
+    pub async fn with_backend(
+        queue: &str,
+        backend: &dyn Backend,
+        prefix: Option<&str>,
+    ) -> Result<Self, QueueEventsError> {
+        let keys = QueueKeys::new(prefix.unwrap_or(DEFAULT_PREFIX), queue);
+        Ok(Self {
+            publisher: backend.event_publisher(&keys).await?,
+            key: format!("{}events", keys.base()),
+        })
+    }
+
+    /// A producer on an existing Redis client (shared with other users of the client).
     pub fn from_client(client: Client, keys: &QueueKeys) -> Self {
         Self {
-            client,
+            publisher: Arc::new(RedisEventPublisher::with_client(client, keys)),
             key: format!("{}events", keys.base()),
-            owned: None,
         }
     }
 
@@ -81,15 +90,13 @@ impl QueueEventsProducer {
         V: Into<String>,
     {
         let entry = event_fields(event_name, fields);
-        Ok(publish_event(&self.client, &self.key, entry, max_events).await?)
+        Ok(self.publisher.publish(entry, max_events).await?)
     }
 
     /// Closes the connection (also a client given to [`QueueEventsProducer::from_client`]).
     pub async fn close(self) {
-        if let Some(owned) = &self.owned {
-            owned.close().await;
-        } else if let Err(error) = self.client.quit().await {
-            tracing::debug!(%error, "closing the QueueEventsProducer connection failed");
+        if let Err(error) = self.publisher.close().await {
+            tracing::debug!(%error, "closing the QueueEventsProducer failed");
         }
     }
 }

@@ -23,8 +23,6 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc;
 
 use bullmq_protocol::events::StreamEvent;
-use bullmq_protocol::keys::QueueKeys;
-use bullmq_redis::events::queue_events_client_name;
 
 use super::error::QueueEventsError;
 use super::handler::QueueEventsHandler;
@@ -32,7 +30,6 @@ use super::options::QueueEventsOptions;
 use super::reader::{spawn_reader, ReaderGuard, ReaderSettings};
 use super::shared::{QueueEventsArgs, QueueEventsShared};
 use super::subscribers::{QueueEvent, Subscriber, SubscriptionId};
-use crate::supervision::{Branch, Runtime};
 
 /// Messages of the [`QueueEvents`] actor.
 #[derive(Debug)]
@@ -85,9 +82,10 @@ impl Actor for QueueEvents {
         if args.shared.has_handler() {
             let mut slot = args.shared.handler().lock().await;
             if let Some(handler) = slot.as_mut() {
-                handler.init().await.map_err(|error| {
-                    QueueEventsError::Spawn(format!("QueueEventsHandler::init failed: {error:#}"))
-                })?;
+                handler
+                    .init()
+                    .await
+                    .map_err(QueueEventsError::HandlerInit)?;
             }
         }
         args.shared.set_actor(myself);
@@ -171,20 +169,16 @@ impl Actor for QueueEvents {
 /// start do, instead of a reader retrying in the background from the first attempt. The
 /// reader opens its own connection (it must be able to reconnect on its own anyway).
 pub(crate) async fn probe_connection(options: &QueueEventsOptions) -> Result<(), QueueEventsError> {
-    let client = options.connection.connect(None).await?;
-    bullmq_redis::Connections::new(vec![client], Vec::new())
-        .close()
-        .await;
+    let stream = options.open_backend().event_stream(&options.keys()).await?;
+    stream.close().await;
     Ok(())
 }
 
 fn start_reading(myself: &ActorRef<QueueEventsMsg>, state: &mut QueueEventsState) {
     let options = &state.args.options;
-    let keys = QueueKeys::new(options.prefix.clone(), options.queue.clone());
     let settings = ReaderSettings {
-        connection: options.connection.clone(),
-        client_name: queue_events_client_name(&keys),
-        key: options.events_key(),
+        backend: options.open_backend(),
+        keys: options.keys(),
         block_timeout: options.block_timeout,
         subscriber_buffer: options.subscriber_buffer,
         queue: options.queue.clone(),
@@ -303,28 +297,7 @@ impl QueueEventsHandle {
         let name = args.options.name.clone();
         Actor::spawn(name, QueueEvents, args.clone())
             .await
-            .map_err(|error| QueueEventsError::Spawn(error.to_string()))?;
-        Ok(Self { args })
-    }
-
-    /// Starts a QueueEvents under the [`Runtime`]'s QueueEventsSupervisor as child `id` (see
-    /// [`QueueEventsArgs::child_spec`]): restarted when it crashes, resuming after the last
-    /// delivered id with the same subscribers.
-    ///
-    /// # Errors
-    ///
-    /// [`QueueEventsError::Redis`] when Redis cannot be reached, [`QueueEventsError::Spawn`]
-    /// when the supervisor cannot start it.
-    pub async fn start_supervised(
-        runtime: &Runtime,
-        id: impl Into<String>,
-        args: QueueEventsArgs,
-    ) -> Result<Self, QueueEventsError> {
-        probe_connection(&args.options).await?;
-        runtime
-            .start_child_under(Branch::QueueEvents, args.child_spec(id))
-            .await
-            .map_err(|error| QueueEventsError::Spawn(error.to_string()))?;
+            .map_err(QueueEventsError::Spawn)?;
         Ok(Self { args })
     }
 

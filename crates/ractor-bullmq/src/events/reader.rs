@@ -15,10 +15,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bullmq_backend::{Backend, ConnectionChange, EventStream};
 use bullmq_protocol::events::StreamEvent;
-use bullmq_redis::events::{close_blocked_client, newest_event_id, read_events};
-use bullmq_redis::fred::prelude::{Client, ClientLike, EventInterface};
-use bullmq_redis::ConnectionConfig;
+use bullmq_protocol::keys::QueueKeys;
 use ractor::rpc::CallResult;
 use ractor::ActorRef;
 use tokio::sync::broadcast::error::RecvError;
@@ -42,9 +41,8 @@ const READ_GRACE: Duration = Duration::from_secs(2);
 /// What the read loop needs to know.
 #[derive(Debug, Clone)]
 pub(crate) struct ReaderSettings {
-    pub(crate) connection: ConnectionConfig,
-    pub(crate) client_name: String,
-    pub(crate) key: String,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) keys: QueueKeys,
     pub(crate) block_timeout: Duration,
     pub(crate) subscriber_buffer: usize,
     /// The queue's name, for reports.
@@ -53,7 +51,7 @@ pub(crate) struct ReaderSettings {
 
 /// The connection of the read task, once it is established; `None` before, and after
 /// whoever stops the reader took it to close it.
-type ClientSlot = Arc<Mutex<Option<Client>>>;
+type ClientSlot = Arc<Mutex<Option<Arc<dyn EventStream>>>>;
 
 /// Controls the read task; stopping it interrupts a blocked read at once.
 pub(crate) struct ReaderGuard {
@@ -67,9 +65,7 @@ impl ReaderGuard {
         self.cancel.cancel();
         let client = lock(&self.client).take();
         if let Some(client) = client {
-            if let Err(error) = close_blocked_client(&client).await {
-                tracing::debug!(%error, "closing the QueueEvents connection failed");
-            }
+            client.close().await;
         }
     }
 }
@@ -82,15 +78,13 @@ impl Drop for ReaderGuard {
         let client = lock(&self.client).take();
         if let Some(client) = client {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move {
-                    let _ = close_blocked_client(&client).await;
-                });
+                runtime.spawn(async move { client.close().await });
             }
         }
     }
 }
 
-fn lock(slot: &ClientSlot) -> MutexGuard<'_, Option<Client>> {
+fn lock(slot: &ClientSlot) -> MutexGuard<'_, Option<Arc<dyn EventStream>>> {
     match slot.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
@@ -149,25 +143,21 @@ async fn connect(
     cancel: &CancellationToken,
     backoff: &mut Backoff,
     reporter: &mut ConnectionReporter,
-) -> Option<Client> {
+) -> Option<Arc<dyn EventStream>> {
     loop {
         if cancel.is_cancelled() {
             return None;
         }
         // Not raced against the cancellation: dropping a half-initialised client would leave
         // its reconnect loop running. `connect` is bounded by the connect timeout.
-        match settings
-            .connection
-            .connect(Some(settings.client_name.clone()))
-            .await
-        {
+        match settings.backend.event_stream(&settings.keys).await {
             Ok(client) => {
                 let mut guard = lock(slot);
                 if cancel.is_cancelled() {
                     // Checked under the lock the stopper takes: either it finds the client in
                     // the slot, or we see its cancellation here.
                     drop(guard);
-                    let _ = close_blocked_client(&client).await;
+                    client.close().await;
                     return None;
                 }
                 *guard = Some(client.clone());
@@ -198,8 +188,8 @@ async fn read_loop(
     backoff.reset();
     reporter.succeeded();
 
-    let mut errors = client.error_rx();
-    let mut errors_open = true;
+    let mut errors = client.connection_changes();
+    let mut errors_open = errors.is_some();
     let read_count = u64::try_from(settings.subscriber_buffer)
         .unwrap_or(MAX_READ_COUNT)
         .clamp(1, MAX_READ_COUNT);
@@ -208,7 +198,7 @@ async fn read_loop(
         if position == "$" {
             // Pin "from now on" to a concrete id, so a reconnect before the first event does
             // not skip what was appended meanwhile. No entry: everything that comes is new.
-            match newest_event_id(&client, &settings.key).await {
+            match client.newest_id().await {
                 Ok(newest) => {
                     position = newest.unwrap_or_else(|| "0-0".to_owned());
                     cursor.pin_start(&position);
@@ -225,13 +215,7 @@ async fn read_loop(
         let read = {
             let read = tokio::time::timeout(
                 settings.block_timeout.saturating_add(READ_GRACE),
-                read_events(
-                    &client,
-                    &settings.key,
-                    &position,
-                    Some(settings.block_timeout),
-                    Some(read_count),
-                ),
+                client.read(&position, settings.block_timeout, read_count),
             );
             tokio::pin!(read);
             // The client queues a read while it reconnects, so a dropped connection shows as its
@@ -240,9 +224,11 @@ async fn read_loop(
                 tokio::select! {
                     () = cancel.cancelled() => return,
                     read = &mut read => break read,
-                    lost = errors.recv(), if errors_open => match lost {
-                        Ok((error, _server)) => reporter.failed("QueueEvents connection lost", &error),
-                        Err(RecvError::Lagged(_)) => {}
+                    change = next_change(&mut errors), if errors_open => match change {
+                        Ok(ConnectionChange::Lost(error)) => {
+                            reporter.failed("QueueEvents connection lost", &error);
+                        }
+                        Ok(_) | Err(RecvError::Lagged(_)) => {}
                         Err(RecvError::Closed) => errors_open = false,
                     },
                 }
@@ -265,7 +251,7 @@ async fn read_loop(
                     "QueueEvents read did not return in time; reconnecting",
                     &format_args!("no reply within {:?}", settings.block_timeout + READ_GRACE),
                 );
-                if let Err(error) = client.force_reconnection().await {
+                if let Err(error) = client.reconnect().await {
                     tracing::warn!(%error, "QueueEvents reconnect failed");
                 }
                 if !backoff.wait(&cancel).await {
@@ -296,5 +282,16 @@ async fn read_loop(
             // The actor stopped or failed: a successor starts its own reader from the cursor.
             _ => return,
         }
+    }
+}
+
+/// The next connection change (never resolves without a change channel; the caller's guard
+/// keeps it from being polled then).
+async fn next_change(
+    changes: &mut Option<tokio::sync::broadcast::Receiver<ConnectionChange>>,
+) -> Result<ConnectionChange, RecvError> {
+    match changes {
+        Some(changes) => changes.recv().await,
+        None => std::future::pending().await,
     }
 }

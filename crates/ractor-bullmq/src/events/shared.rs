@@ -53,7 +53,7 @@ impl QueueEventsArgs {
         Ok(Self { options, shared })
     }
 
-    /// A child spec for a supervisor (such as the [`Runtime`](crate::supervision::Runtime)'s
+    /// A child spec for a supervisor (such as the [`Runtime`](crate::runtime::Runtime)'s
     /// QueueEventsSupervisor): every (re)start spawns a [`QueueEvents`] from these arguments, so
     /// a restarted actor resumes after the last delivered id with the same subscribers and
     /// handler. The policy is [`Restart::Transient`]: a crash restarts it, `close()` does not.

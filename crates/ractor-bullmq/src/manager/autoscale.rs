@@ -5,7 +5,22 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::supervision::SupervisionError;
+/// Why an [`Autoscale`] rule is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AutoscaleError {
+    /// The lower bound is above the upper one.
+    #[error("autoscale min ({min}) is above max ({max})")]
+    MinAboveMax {
+        /// The configured `min`.
+        min: usize,
+        /// The configured `max`.
+        max: usize,
+    },
+    /// The policy would be evaluated continuously.
+    #[error("autoscale interval must be above zero")]
+    ZeroInterval,
+}
 
 /// What an autoscaling policy sees at each evaluation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,18 +93,17 @@ impl Autoscale {
     ///
     /// # Errors
     ///
-    /// [`SupervisionError::InvalidOption`].
-    pub fn validate(&self) -> Result<(), SupervisionError> {
+    /// [`AutoscaleError`] naming the broken rule (the Runtime wraps it in
+    /// `SupervisionError::InvalidOption`).
+    pub fn validate(&self) -> Result<(), AutoscaleError> {
         if self.min > self.max {
-            return Err(SupervisionError::InvalidOption(format!(
-                "autoscale min ({}) is above max ({})",
-                self.min, self.max
-            )));
+            return Err(AutoscaleError::MinAboveMax {
+                min: self.min,
+                max: self.max,
+            });
         }
         if self.interval.is_zero() {
-            return Err(SupervisionError::InvalidOption(
-                "autoscale interval must be above zero".to_owned(),
-            ));
+            return Err(AutoscaleError::ZeroInterval);
         }
         Ok(())
     }
@@ -122,12 +136,19 @@ mod tests {
 
     #[test]
     fn bad_bounds_and_zero_interval_are_refused() {
-        assert!(Autoscale::new(Duration::from_secs(1), 3, 2, |_| 0)
-            .validate()
-            .is_err());
-        assert!(Autoscale::new(Duration::ZERO, 1, 2, |_| 0)
-            .validate()
-            .is_err());
+        let inverted = Autoscale::new(Duration::from_secs(1), 3, 2, |_| 0).validate();
+        assert_eq!(
+            inverted,
+            Err(AutoscaleError::MinAboveMax { min: 3, max: 2 })
+        );
+        assert_eq!(
+            inverted.unwrap_err().to_string(),
+            "autoscale min (3) is above max (2)"
+        );
+        assert_eq!(
+            Autoscale::new(Duration::ZERO, 1, 2, |_| 0).validate(),
+            Err(AutoscaleError::ZeroInterval)
+        );
         assert!(Autoscale::new(Duration::from_secs(1), 0, 0, |_| 0)
             .validate()
             .is_ok());

@@ -3,7 +3,8 @@
 use ractor::ActorRef;
 
 use super::worker_manager::WorkerManagerMsg;
-use crate::supervision::{SupervisedWorker, SupervisionError, SupervisorLocator};
+use crate::supervision::{SupervisionError, SupervisorLocator};
+use crate::worker::SupervisedWorker;
 
 /// Controls one WorkerManager. Cheap to clone. When the manager runs under a supervisor (the
 /// Runtime's root) the handle finds its current incarnation by child id at every call.

@@ -3,7 +3,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use ractor_bullmq::manager::{Autoscale, WorkerManagerOptions};
-//! use ractor_bullmq::supervision::{Runtime, RuntimeOptions};
+//! use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
 //! use ractor_bullmq::worker::{Job, JobContext, WorkerOptions};
 //!
 //! # async fn demo() -> anyhow::Result<()> {
@@ -33,7 +33,7 @@ mod autoscale;
 mod handle;
 mod worker_manager;
 
-pub use autoscale::{Autoscale, AutoscaleInput, AutoscalePolicy};
+pub use autoscale::{Autoscale, AutoscaleError, AutoscaleInput, AutoscalePolicy};
 pub use handle::WorkerManagerHandle;
 pub use worker_manager::{
     ManagerInternal, WorkerManager, WorkerManagerArgs, WorkerManagerMsg, WorkerManagerOptions,

@@ -21,7 +21,8 @@ use tokio::task::JoinHandle;
 use super::autoscale::{Autoscale, AutoscaleInput};
 use crate::error::QueueError;
 use crate::queue::{JobCounts, Queue, QueueOptions};
-use crate::supervision::{SupervisedWorker, SupervisorLocator, WorkerSpec};
+use crate::supervision::SupervisorLocator;
+use crate::worker::{SupervisedWorker, WorkerSpec};
 
 /// Messages of the WorkerManager.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::queue::Queue;
-use crate::telemetry::{self, Metrics, MetricsKind};
+use crate::telemetry::{Metrics, MetricsKind};
 
 impl Queue {
     /// Reads the `kind` metrics of this queue as Node's `queue.getMetrics(type, start, end)`:
@@ -12,12 +12,12 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`QueueError::Redis`](crate::QueueError::Redis) when Redis fails.
+    /// [`QueueError::Redis`](crate::QueueError::Redis) when Redis fails (another backend: [`QueueError::Backend`](crate::QueueError::Backend)).
     ///
     /// # Cancel safety
     ///
     /// Read-only: cancelling loses nothing.
     pub async fn get_metrics(&self, kind: MetricsKind, start: i64, end: i64) -> Result<Metrics> {
-        Ok(telemetry::get_metrics(self.client(), self.keys(), kind, start, end).await?)
+        Ok(self.store().get_metrics(kind, start, end).await?)
     }
 }

@@ -26,11 +26,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bullmq_backend::{Backend, ObliterateStep, QueueStore, RemoveOutcome};
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::JobOptions;
 use bullmq_protocol::state::JobState;
 use bullmq_redis::fred::prelude::Client;
-use bullmq_redis::queue::{self as scripts, ObliterateStep, RemoveOutcome};
+use bullmq_redis::{RedisBackend, RedisQueueStore};
 use serde::Serialize;
 use tracing::Instrument;
 
@@ -53,15 +54,24 @@ pub struct Queue {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
     name: String,
     keys: QueueKeys,
-    client: Client,
-    /// The connection this handle opened ([`Queue::new`]): closed by [`Queue::close`] or when
-    /// the last clone is dropped. `None` for a shared client ([`Queue::with_client`]).
-    owned: Option<bullmq_redis::Connections>,
+    /// The backend's store of this queue; it closes its connection (when it owns one) on
+    /// [`Queue::close`] or when the last clone is dropped.
+    store: Arc<dyn QueueStore>,
+    /// The Redis client when the store is the Redis one, for Redis-only tools (CLI, benches).
+    redis: Option<Client>,
     options: QueueOptions,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("queue", &self.keys.qualified_name())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Queue {
@@ -74,11 +84,32 @@ impl Queue {
     /// [`QueueError::Redis`] with [`bullmq_redis::RedisError::Connect`] when Redis cannot be
     /// reached within [`bullmq_redis::ConnectionConfig::connect_timeout`].
     pub async fn new(name: impl Into<String>, options: QueueOptions) -> Result<Self> {
-        let client = options.connection.connect(None).await?;
-        Self::open(name.into(), client, true, options).await
+        let name = name.into();
+        let keys = QueueKeys::new(options.prefix.clone(), name.clone());
+        let store = RedisQueueStore::connect(&options.connection, keys).await?;
+        let redis = Some(store.client().clone());
+        Self::open(name, Arc::new(store), redis, options).await
     }
 
-    /// Opens queue `name` on an existing client (shared, not closed by [`Queue::close`]).
+    /// Opens queue `name` on `backend` (the prefix comes from `options`; its `connection` is
+    /// not used).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Backend`] when the backend cannot be reached or writing `meta` fails.
+    pub async fn with_backend(
+        name: impl Into<String>,
+        backend: &dyn Backend,
+        options: QueueOptions,
+    ) -> Result<Self> {
+        let name = name.into();
+        let keys = QueueKeys::new(options.prefix.clone(), name.clone());
+        let store = backend.queue_store(&keys).await?;
+        Self::open(name, store, None, options).await
+    }
+
+    /// Opens queue `name` on an existing Redis client (shared, not closed by
+    /// [`Queue::close`]).
     ///
     /// # Errors
     ///
@@ -88,24 +119,36 @@ impl Queue {
         client: Client,
         options: QueueOptions,
     ) -> Result<Self> {
-        Self::open(name.into(), client, false, options).await
+        let name = name.into();
+        let keys = QueueKeys::new(options.prefix.clone(), name.clone());
+        let store = RedisQueueStore::with_client(client.clone(), keys);
+        Self::open(name, Arc::new(store), Some(client), options).await
     }
 
-    async fn open(name: String, client: Client, owns: bool, options: QueueOptions) -> Result<Self> {
+    async fn open(
+        name: String,
+        store: Arc<dyn QueueStore>,
+        redis: Option<Client>,
+        options: QueueOptions,
+    ) -> Result<Self> {
         let keys = QueueKeys::new(options.prefix.clone(), name.clone());
         if !options.skip_meta_update {
-            scripts::set_meta(&client, &keys, options.max_len_events).await?;
+            store.set_meta(options.max_len_events).await?;
         }
         Ok(Self {
             inner: Arc::new(Inner {
                 name,
                 keys,
-                owned: owns
-                    .then(|| bullmq_redis::Connections::new(vec![client.clone()], Vec::new())),
-                client,
+                store,
+                redis,
                 options,
             }),
         })
+    }
+
+    /// A backend for the Redis server of `options.connection` (what [`Queue::new`] uses).
+    pub fn redis_backend(options: &QueueOptions) -> RedisBackend {
+        RedisBackend::new(options.connection.clone())
     }
 
     /// The queue name.
@@ -118,18 +161,20 @@ impl Queue {
         &self.inner.keys
     }
 
-    /// The Redis client this handle uses.
-    pub fn client(&self) -> &Client {
-        &self.inner.client
+    /// The Redis client this handle uses, when it was opened on Redis ([`Queue::new`],
+    /// [`Queue::with_client`]); `None` on another backend.
+    pub fn redis_client(&self) -> Option<&Client> {
+        self.inner.redis.as_ref()
+    }
+
+    /// The backend's store of this queue.
+    pub fn store(&self) -> &Arc<dyn QueueStore> {
+        &self.inner.store
     }
 
     /// The options this handle was opened with.
     pub fn options(&self) -> &QueueOptions {
         &self.inner.options
-    }
-
-    fn client_and_keys(&self) -> (&Client, &QueueKeys) {
-        (&self.inner.client, &self.inner.keys)
     }
 
     /// Starts adding a job; set options on the returned builder and `.await` it.
@@ -169,14 +214,20 @@ impl Queue {
         data: String,
         opts: JobOptions,
     ) -> Result<Job> {
-        let (client, keys) = self.client_and_keys();
         let queue_name = self.inner.name.as_str();
         let span = telemetry::add_span(queue_name, &name);
         let trace_metadata = telemetry::propagation_metadata(&span);
         async {
             let defaults = add::DefaultOptions::new(&self.inner.options.default_job_options)?;
-            let prepared = add::prepare(keys, &defaults, name, data, opts, trace_metadata)?;
-            let result = scripts::add_job(client, keys, &prepared.new_job).await?;
+            let prepared = add::prepare(
+                &self.inner.keys,
+                &defaults,
+                name,
+                data,
+                opts,
+                trace_metadata,
+            )?;
+            let result = self.inner.store.add(&prepared.new_job).await?;
             let job = prepared.into_job(queue_name, result)?;
             telemetry::record_job_id(&tracing::Span::current(), job.id());
             telemetry::job_added(queue_name, job.id(), job.name());
@@ -201,7 +252,6 @@ impl Queue {
         N: Into<String>,
         T: Serialize,
     {
-        let (client, keys) = self.client_and_keys();
         let queue_name = self.inner.name.as_str();
         let jobs: Vec<(N, T, JobOptions)> = jobs.into_iter().collect();
         let span = telemetry::add_bulk_span(queue_name, jobs.len());
@@ -212,7 +262,7 @@ impl Queue {
         for (name, data, opts) in jobs {
             let data = serde_json::to_string(&data)?;
             let prepared = add::prepare(
-                keys,
+                &self.inner.keys,
                 &defaults,
                 name.into(),
                 data,
@@ -224,7 +274,7 @@ impl Queue {
             records.push(record);
         }
         async {
-            let results = scripts::add_jobs_bulk(client, keys, &new_jobs).await?;
+            let results = self.inner.store.add_bulk(&new_jobs).await?;
             let jobs = records
                 .into_iter()
                 .zip(results)
@@ -246,17 +296,8 @@ impl Queue {
     /// [`QueueError::Decode`] naming the job and the field when the job hash is corrupted
     /// (including binary values that are not UTF-8); [`QueueError::Redis`].
     pub async fn get_job(&self, job_id: &str) -> Result<Option<Job>> {
-        let (client, keys) = self.client_and_keys();
-        let raw = scripts::get_job_hash(client, keys, job_id).await?;
-        if raw.is_empty() {
-            return Ok(None);
-        }
-        let fields =
-            bullmq_protocol::job_record::text_fields(raw).map_err(|source| QueueError::Decode {
-                job_id: job_id.to_owned(),
-                source,
-            })?;
-        Job::decode(&self.inner.name, job_id, &fields).map(Some)
+        let record = self.inner.store.get_job(job_id).await?;
+        Ok(record.map(|record| Job::from_record(&self.inner.name, record)))
     }
 
     /// The state of a job ([`JobState::Unknown`] when it is in none).
@@ -265,8 +306,7 @@ impl Queue {
     ///
     /// [`QueueError::Redis`].
     pub async fn get_job_state(&self, job_id: &str) -> Result<JobState> {
-        let (client, keys) = self.client_and_keys();
-        Ok(scripts::get_state(client, keys, job_id).await?)
+        Ok(self.inner.store.get_state(job_id).await?)
     }
 
     /// Number of jobs in every state, in one round trip.
@@ -275,8 +315,7 @@ impl Queue {
     ///
     /// [`QueueError::Redis`].
     pub async fn get_job_counts(&self) -> Result<JobCounts> {
-        let (client, keys) = self.client_and_keys();
-        let counts = scripts::get_counts(client, keys, &JobCounts::STATES).await?;
+        let counts = self.inner.store.get_counts(&JobCounts::STATES).await?;
         Ok(JobCounts::from_counts(&counts))
     }
 
@@ -303,8 +342,11 @@ impl Queue {
         end: i64,
         ascending: bool,
     ) -> Result<Vec<String>> {
-        let (client, keys) = self.client_and_keys();
-        let ranges = scripts::get_ranges(client, keys, states, start, end, ascending).await?;
+        let ranges = self
+            .inner
+            .store
+            .get_ranges(states, start, end, ascending)
+            .await?;
         let mut seen = HashSet::new();
         Ok(ranges
             .into_iter()
@@ -338,8 +380,7 @@ impl Queue {
     ///
     /// [`QueueError::Redis`].
     pub async fn pause(&self) -> Result<()> {
-        let (client, keys) = self.client_and_keys();
-        scripts::pause(client, keys).await?;
+        self.inner.store.pause().await?;
         telemetry::queue_paused(&self.inner.name);
         Ok(())
     }
@@ -350,8 +391,7 @@ impl Queue {
     ///
     /// [`QueueError::Redis`].
     pub async fn resume(&self) -> Result<()> {
-        let (client, keys) = self.client_and_keys();
-        scripts::resume(client, keys).await?;
+        self.inner.store.resume().await?;
         telemetry::queue_resumed(&self.inner.name);
         Ok(())
     }
@@ -362,8 +402,7 @@ impl Queue {
     ///
     /// [`QueueError::Redis`].
     pub async fn is_paused(&self) -> Result<bool> {
-        let (client, keys) = self.client_and_keys();
-        Ok(scripts::is_paused(client, keys).await?)
+        Ok(self.inner.store.is_paused().await?)
     }
 
     /// Removes all waiting and prioritized jobs, and delayed ones too when `delayed`; active
@@ -373,8 +412,7 @@ impl Queue {
     ///
     /// [`QueueError::Redis`].
     pub async fn drain(&self, delayed: bool) -> Result<u64> {
-        let (client, keys) = self.client_and_keys();
-        let removed = scripts::drain(client, keys, delayed).await?;
+        let removed = self.inner.store.drain(delayed).await?;
         telemetry::queue_drained(&self.inner.name);
         Ok(removed)
     }
@@ -386,10 +424,9 @@ impl Queue {
     ///
     /// [`QueueError::Redis`] (also for [`JobState::Unknown`]).
     pub async fn clean(&self, grace: Duration, limit: u64, state: JobState) -> Result<Vec<String>> {
-        let (client, keys) = self.client_and_keys();
         let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
         let cutoff = add::now_ms().saturating_sub(grace_ms);
-        Ok(scripts::clean(client, keys, state, cutoff, limit).await?)
+        Ok(self.inner.store.clean(state, cutoff, limit).await?)
     }
 
     /// Deletes the queue and all its jobs (pausing it first), in batches of 1000 jobs.
@@ -399,12 +436,20 @@ impl Queue {
     /// [`QueueError::ActiveJobs`] when jobs are active and `force` is false (jobs deleted in
     /// earlier batches stay deleted, none active is touched); [`QueueError::Redis`].
     pub async fn obliterate(&self, force: bool) -> Result<()> {
-        let (client, keys) = self.client_and_keys();
-        match scripts::obliterate(client, keys, force, OBLITERATE_BATCH).await? {
-            ObliterateStep::ActiveJobs => Err(QueueError::ActiveJobs {
-                queue: keys.qualified_name().to_owned(),
-            }),
-            _ => Ok(()),
+        let store = &self.inner.store;
+        store.pause().await?;
+        loop {
+            match store.obliterate_batch(OBLITERATE_BATCH, force).await? {
+                ObliterateStep::More => continue,
+                // Another client resumed the queue between our calls: pause again and go on.
+                ObliterateStep::NotPaused => store.pause().await?,
+                ObliterateStep::ActiveJobs => {
+                    return Err(QueueError::ActiveJobs {
+                        queue: self.inner.keys.qualified_name().to_owned(),
+                    })
+                }
+                _ => return Ok(()),
+            }
         }
     }
 
@@ -415,8 +460,7 @@ impl Queue {
     /// [`QueueError::JobLocked`] when a worker holds it, [`QueueError::SchedulerJob`] for a
     /// job scheduler's pending run, [`QueueError::Redis`].
     pub async fn remove(&self, job_id: &str) -> Result<bool> {
-        let (client, keys) = self.client_and_keys();
-        match scripts::remove_job(client, keys, job_id, true).await? {
+        match self.inner.store.remove_job(job_id, true).await? {
             RemoveOutcome::Removed => Ok(true),
             RemoveOutcome::NotFound => Ok(false),
             RemoveOutcome::Locked => Err(QueueError::JobLocked {
@@ -440,9 +484,11 @@ impl Queue {
         end: i64,
         ascending: bool,
     ) -> Result<JobLogs> {
-        let (client, keys) = self.client_and_keys();
-        let (logs, count) =
-            scripts::get_job_logs(client, keys, job_id, start, end, ascending).await?;
+        let (logs, count) = self
+            .inner
+            .store
+            .get_job_logs(job_id, start, end, ascending)
+            .await?;
         Ok(JobLogs { logs, count })
     }
 
@@ -458,8 +504,9 @@ impl Queue {
         line: &str,
         keep_logs: Option<u64>,
     ) -> Result<u64> {
-        let (client, keys) = self.client_and_keys();
-        scripts::add_log(client, keys, job_id, line, keep_logs)
+        self.inner
+            .store
+            .add_log(job_id, line, keep_logs)
             .await?
             .ok_or_else(|| QueueError::JobNotFound {
                 job_id: job_id.to_owned(),
@@ -472,9 +519,8 @@ impl Queue {
     ///
     /// [`QueueError::JobNotFound`], [`QueueError::Json`], [`QueueError::Redis`].
     pub async fn update_progress(&self, job_id: &str, progress: impl Serialize) -> Result<()> {
-        let (client, keys) = self.client_and_keys();
-        let progress = serde_json::to_string(&progress)?;
-        if scripts::update_progress(client, keys, job_id, &progress).await? {
+        let progress = serde_json::to_value(&progress)?;
+        if self.inner.store.update_progress(job_id, &progress).await? {
             Ok(())
         } else {
             Err(QueueError::JobNotFound {
@@ -489,9 +535,8 @@ impl Queue {
     ///
     /// [`QueueError::JobNotFound`], [`QueueError::Json`], [`QueueError::Redis`].
     pub async fn update_data(&self, job_id: &str, data: impl Serialize) -> Result<()> {
-        let (client, keys) = self.client_and_keys();
-        let data = serde_json::to_string(&data)?;
-        if scripts::update_data(client, keys, job_id, &data).await? {
+        let data = serde_json::to_value(&data)?;
+        if self.inner.store.update_data(job_id, &data).await? {
             Ok(())
         } else {
             Err(QueueError::JobNotFound {
@@ -506,8 +551,7 @@ impl Queue {
     ///
     /// [`QueueError::Redis`].
     pub async fn get_meta(&self) -> Result<QueueMeta> {
-        let (client, keys) = self.client_and_keys();
-        Ok(QueueMeta::from_raw(scripts::get_meta(client, keys).await?))
+        Ok(QueueMeta::from_raw(self.inner.store.get_meta().await?))
     }
 
     /// Closes the connection when this handle opened it ([`Queue::new`]); a shared client
@@ -519,9 +563,6 @@ impl Queue {
     /// None today: closing is best effort and bounded (a server that went away cannot hold it
     /// up); the `Result` leaves room for backends whose close can fail.
     pub async fn close(&self) -> Result<()> {
-        if let Some(owned) = &self.inner.owned {
-            owned.close().await;
-        }
-        Ok(())
+        Ok(self.inner.store.close().await?)
     }
 }

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use tracing::{Instrument, Span};
 
 use super::{
-    ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, JobUpdates, StalledReport,
-    Store, StoreResult,
+    ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, JobUpdates, StalledReport, Store,
+    StoreResult,
 };
 
 /// Wraps a store and instruments every call (see the [module docs](super) for the spans).
@@ -57,8 +57,13 @@ impl<S: Store> Store for Traced<S> {
     }
 
     async fn fetch_batch(&self, request: &FetchRequest) -> StoreResult<Fetched> {
-        let span = store_span!(debug_span, "bullmq.store.fetch_batch", self.queue_name(),
-            requested = request.count, fetched = tracing::field::Empty);
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.fetch_batch",
+            self.queue_name(),
+            requested = request.count,
+            fetched = tracing::field::Empty
+        );
         in_span(span, self.0.fetch_batch(request), |span, fetched| {
             span.record("fetched", fetched.jobs.len());
         })
@@ -70,9 +75,14 @@ impl<S: Store> Store for Traced<S> {
         finishes: &[Finish],
         fetch: Option<&FetchRequest>,
     ) -> StoreResult<FinishReply> {
-        let span = store_span!(debug_span, "bullmq.store.finish_batch", self.queue_name(),
-            finished = finishes.len(), requested = fetch.map_or(0, |f| f.count),
-            fetched = tracing::field::Empty);
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.finish_batch",
+            self.queue_name(),
+            finished = finishes.len(),
+            requested = fetch.map_or(0, |f| f.count),
+            fetched = tracing::field::Empty
+        );
         in_span(span, self.0.finish_batch(finishes, fetch), |span, reply| {
             span.record("fetched", reply.fetched.jobs.len());
         })
@@ -84,11 +94,20 @@ impl<S: Store> Store for Traced<S> {
         jobs: &[(String, String)],
         lock_duration: Duration,
     ) -> StoreResult<Vec<String>> {
-        let span = store_span!(debug_span, "bullmq.store.extend_locks", self.queue_name(),
-            jobs = jobs.len(), lost = tracing::field::Empty);
-        in_span(span, self.0.extend_locks(jobs, lock_duration), |span, lost| {
-            span.record("lost", lost.len());
-        })
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.extend_locks",
+            self.queue_name(),
+            jobs = jobs.len(),
+            lost = tracing::field::Empty
+        );
+        in_span(
+            span,
+            self.0.extend_locks(jobs, lock_duration),
+            |span, lost| {
+                span.record("lost", lost.len());
+            },
+        )
         .await
     }
 
@@ -97,8 +116,12 @@ impl<S: Store> Store for Traced<S> {
         max_stalled_count: u32,
         interval: Duration,
     ) -> StoreResult<StalledReport> {
-        let span = store_span!(debug_span, "bullmq.store.check_stalled", self.queue_name(),
-            recovered = tracing::field::Empty);
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.check_stalled",
+            self.queue_name(),
+            recovered = tracing::field::Empty
+        );
         in_span(
             span,
             self.0.check_stalled(max_stalled_count, interval),
@@ -130,7 +153,12 @@ impl<S: Store> JobUpdates for Traced<S> {
         job_id: &str,
         progress: &serde_json::Value,
     ) -> StoreResult<bool> {
-        let span = store_span!(debug_span, "bullmq.store.update_progress", self.queue_name(), job_id);
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.update_progress",
+            self.queue_name(),
+            job_id
+        );
         in_span(span, self.0.update_progress(job_id, progress), |_, _| {}).await
     }
 
@@ -140,12 +168,22 @@ impl<S: Store> JobUpdates for Traced<S> {
         line: &str,
         keep_logs: Option<u64>,
     ) -> StoreResult<Option<u64>> {
-        let span = store_span!(debug_span, "bullmq.store.add_log", self.queue_name(), job_id);
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.add_log",
+            self.queue_name(),
+            job_id
+        );
         in_span(span, self.0.add_log(job_id, line, keep_logs), |_, _| {}).await
     }
 
     async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> StoreResult<bool> {
-        let span = store_span!(debug_span, "bullmq.store.update_data", self.queue_name(), job_id);
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.update_data",
+            self.queue_name(),
+            job_id
+        );
         in_span(span, self.0.update_data(job_id, data), |_, _| {}).await
     }
 }

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-/// One thing a supervisor did. The [`Runtime`](super::Runtime) sends every supervisor's events
-/// to one `tokio::sync::broadcast` channel; a standalone supervisor does so when given a sender
-/// with [`SupervisorOptions::events`](super::SupervisorOptions::events).
+/// One thing a supervisor did. A supervisor given a `tokio::sync::broadcast` sender with
+/// [`SupervisorOptions::events`](super::SupervisorOptions::events) sends it every such event;
+/// an application tree (the crate's `Runtime`) gives all its supervisors one sender, so one
+/// subscription sees the whole tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RuntimeEvent {

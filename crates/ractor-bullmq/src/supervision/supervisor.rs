@@ -318,13 +318,10 @@ impl SupervisorState {
         myself: &ActorRef<SupervisorMsg>,
         spec: &ChildSpec,
     ) -> Result<ActorCell, SupervisionError> {
-        let cell =
-            spec.start(myself.get_cell())
-                .await
-                .map_err(|e| SupervisionError::StartFailed {
-                    id: spec.id().to_owned(),
-                    reason: e.to_string(),
-                })?;
+        let cell = spec
+            .start(myself.get_cell())
+            .await
+            .map_err(|e| SupervisionError::start_failed(spec.id(), e))?;
         let linked_here = cell
             .try_get_supervisor()
             .is_some_and(|s| s.get_id() == myself.get_id());

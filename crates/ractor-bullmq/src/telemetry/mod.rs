@@ -79,7 +79,7 @@
 //! | `bullmq_workers` | gauge | `queue` | running workers in this process |
 //!
 //! The per-minute completed/failed counts that Node keeps in Redis
-//! (`metrics:completed|failed`) are read with [`get_metrics`], see [`redis_metrics`].
+//! (`metrics:completed|failed`) are read with [`Queue::get_metrics`](crate::Queue::get_metrics) (see [`Metrics`]).
 //!
 //! # OpenTelemetry
 //!
@@ -108,7 +108,6 @@ mod events;
 mod finish;
 mod names;
 mod recorder;
-pub mod redis_metrics;
 mod spans;
 
 #[cfg(feature = "otel")]
@@ -116,6 +115,7 @@ pub mod otel;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
+pub use bullmq_backend::{Metrics, MetricsKind, MetricsMeta};
 pub use events::{
     connection_lost, connection_restored, finish_refused, job_added, job_completed, job_failed,
     job_progress, job_retried, job_started, queue_drained, queue_paused, queue_resumed,
@@ -125,5 +125,4 @@ pub use events::{
 pub use finish::job_finished;
 pub use names::{event_names, metric_names, span_names, TARGET};
 pub use recorder::describe_metrics;
-pub use redis_metrics::{get_metrics, Metrics, MetricsKind, MetricsMeta};
 pub use spans::{add_bulk_span, add_span, process_span, propagation_metadata, record_job_id};

@@ -544,7 +544,13 @@ impl WorkerState {
         let duration = running.active.elapsed();
         // Dropping the guard ends the attempt in `bullmq_worker_active_jobs`.
         drop(running.active);
-        self.record_outcome(running.job, running.token, running.receipt, outcome, duration);
+        self.record_outcome(
+            running.job,
+            running.token,
+            running.receipt,
+            outcome,
+            duration,
+        );
     }
 
     /// Queues the Redis transition for a finished job (or notes it is left behind).

@@ -34,6 +34,8 @@ mod job_runner;
 mod lock_manager;
 mod options;
 mod outcome;
+mod spec;
+mod supervised;
 #[allow(clippy::module_inception)]
 mod worker;
 
@@ -51,6 +53,9 @@ pub use job_runner::JobRunner;
 pub use lock_manager::{LockManager, LockManagerArgs, LockManagerMsg, LockManagerState};
 pub use options::{BackoffStrategy, Limiter, WorkerOptions};
 pub use outcome::{CancelReason, JobOutcome};
+pub(crate) use spec::ForceDeadline;
+pub use spec::{WorkerSpec, DEFAULT_WORKER_SHUTDOWN};
+pub use supervised::SupervisedWorker;
 pub use worker::{CloseReport, Internal, Worker, WorkerArgs, WorkerMsg};
 
 pub use crate::job::Job;

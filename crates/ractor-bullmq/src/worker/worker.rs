@@ -193,7 +193,13 @@ impl WorkerArgs {
         processor: impl Processor,
         options: WorkerOptions,
     ) -> Result<Self, WorkerError> {
-        Self::open(&RedisBackend::new(config.clone()), queue, processor, options).await
+        Self::open(
+            &RedisBackend::new(config.clone()),
+            queue,
+            processor,
+            options,
+        )
+        .await
     }
 
     /// Sets the options.

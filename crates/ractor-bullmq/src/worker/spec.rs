@@ -1,5 +1,6 @@
-//! Workers as supervised children: [`WorkerSpec`] (how to start, restart and stop one) and
-//! [`SupervisedWorker`] (a handle that follows the Worker across restarts).
+//! [`WorkerSpec`]: how a supervisor starts, restarts and stops one Worker (the Worker's child
+//! spec, as [`QueueEventsArgs::child_spec`](crate::events::QueueEventsArgs::child_spec) is the
+//! QueueEvents'). [`SupervisedWorker`](super::SupervisedWorker) is the handle on the result.
 //!
 //! # Supervision
 //!
@@ -16,11 +17,11 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
 use tokio::time::Instant;
 
-use super::child_spec::ChildSpec;
-use super::error::SupervisionError;
-use super::handle::SupervisorRef;
-use super::strategy::Restart;
-use crate::worker::{Processor, Worker, WorkerArgs, WorkerCallbacks, WorkerMsg, WorkerOptions};
+use super::callbacks::WorkerCallbacks;
+use super::options::WorkerOptions;
+use super::worker::{Worker, WorkerArgs, WorkerMsg};
+use super::{Job, JobContext, Processor};
+use crate::supervision::{ChildSpec, Restart, SupervisionError};
 use crate::ConnectionConfig;
 
 /// Default time a supervised Worker gets to finish its active jobs when it is stopped.
@@ -52,8 +53,8 @@ impl ForceDeadline {
 /// # Examples
 ///
 /// ```no_run
-/// use ractor_bullmq::supervision::{DynamicSupervisor, SupervisorOptions, WorkerSpec};
-/// use ractor_bullmq::worker::{Job, JobContext, WorkerOptions};
+/// use ractor_bullmq::supervision::{DynamicSupervisor, SupervisorOptions};
+/// use ractor_bullmq::worker::{Job, JobContext, WorkerOptions, WorkerSpec};
 /// use ractor_bullmq::ConnectionConfig;
 ///
 /// # async fn demo() -> anyhow::Result<()> {
@@ -171,7 +172,7 @@ impl WorkerSpec {
     pub fn validate(&self) -> Result<(), SupervisionError> {
         self.options
             .validate()
-            .map_err(|e| SupervisionError::InvalidOption(e.to_string()))
+            .map_err(SupervisionError::invalid_option)
     }
 
     /// Connects and spawns one Worker linked to `supervisor`.
@@ -218,10 +219,7 @@ impl WorkerSpec {
 /// A processor closure over a shared processor (what `WorkerArgs` takes).
 fn shared(
     processor: Arc<dyn Processor>,
-) -> impl Fn(
-    crate::worker::Job,
-    crate::worker::JobContext,
-) -> futures::future::BoxFuture<'static, anyhow::Result<serde_json::Value>>
+) -> impl Fn(Job, JobContext) -> futures::future::BoxFuture<'static, anyhow::Result<serde_json::Value>>
        + Send
        + Sync
        + 'static {
@@ -257,145 +255,4 @@ async fn close_worker(worker: ActorRef<WorkerMsg>, budget: Duration, force_at: O
             Some(reserve.max(Duration::from_millis(500))),
         )
         .await;
-}
-
-/// Where a [`SupervisedWorker`] finds its supervisor: a registered name (survives the
-/// supervisor's own restart, as the Runtime's branches do) or a fixed reference.
-#[derive(Debug, Clone)]
-pub enum SupervisorLocator {
-    /// Looked up in ractor's registry at every use.
-    Named(String),
-    /// A fixed supervisor.
-    Ref(SupervisorRef),
-}
-
-impl SupervisorLocator {
-    /// The supervisor now.
-    ///
-    /// # Errors
-    ///
-    /// [`SupervisionError::NotRunning`] when it is not running.
-    pub fn resolve(&self) -> Result<SupervisorRef, SupervisionError> {
-        match self {
-            Self::Named(name) => SupervisorRef::lookup(name),
-            Self::Ref(sup) => Ok(sup.clone()),
-        }
-    }
-}
-
-/// A Worker running under a supervisor, addressed by its child id: every call resolves the
-/// current incarnation, so the handle keeps working after the Worker was restarted.
-#[derive(Debug, Clone)]
-pub struct SupervisedWorker {
-    id: String,
-    supervisor: SupervisorLocator,
-}
-
-impl SupervisedWorker {
-    /// A handle on child `id` of the supervisor `supervisor` points at.
-    pub fn new(id: impl Into<String>, supervisor: SupervisorLocator) -> Self {
-        Self {
-            id: id.into(),
-            supervisor,
-        }
-    }
-
-    /// The child id (e.g. `emails#1`).
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The current Worker actor; `None` while it is being restarted or after it stopped.
-    pub async fn actor(&self) -> Option<ActorRef<WorkerMsg>> {
-        let supervisor = self.supervisor.resolve().ok()?;
-        let cell = supervisor.child(&self.id).await.ok()??;
-        Some(cell.into())
-    }
-
-    /// How many times the supervisor restarted this Worker; `None` when it is not a child.
-    ///
-    /// # Errors
-    ///
-    /// [`SupervisionError::NotRunning`] when the supervisor is not running.
-    pub async fn restarts(&self) -> Result<Option<u32>, SupervisionError> {
-        Ok(self
-            .supervisor
-            .resolve()?
-            .which_children()
-            .await?
-            .into_iter()
-            .find(|c| c.id == self.id)
-            .map(|c| c.restarts))
-    }
-
-    async fn current(&self) -> Result<ActorRef<WorkerMsg>, SupervisionError> {
-        self.actor()
-            .await
-            .ok_or_else(|| SupervisionError::NotRunning(self.id.clone()))
-    }
-
-    /// Stops fetching new jobs; running jobs continue. A restarted Worker fetches again.
-    ///
-    /// # Errors
-    ///
-    /// [`SupervisionError::NotRunning`] when no incarnation is running.
-    pub async fn pause(&self) -> Result<(), SupervisionError> {
-        self.current()
-            .await?
-            .cast(WorkerMsg::Pause)
-            .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
-    }
-
-    /// Fetches again after [`SupervisedWorker::pause`].
-    ///
-    /// # Errors
-    ///
-    /// [`SupervisionError::NotRunning`] when no incarnation is running.
-    pub async fn resume(&self) -> Result<(), SupervisionError> {
-        self.current()
-            .await?
-            .cast(WorkerMsg::Resume)
-            .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
-    }
-
-    /// Jobs the current incarnation is running.
-    ///
-    /// # Errors
-    ///
-    /// [`SupervisionError::NotRunning`] when no incarnation is running.
-    pub async fn active_count(&self) -> Result<usize, SupervisionError> {
-        ractor::call!(self.current().await?, WorkerMsg::ActiveCount)
-            .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
-    }
-
-    /// Whether an incarnation is running and fetching.
-    pub async fn is_running(&self) -> bool {
-        match self.actor().await {
-            Some(actor) => ractor::call!(actor, WorkerMsg::IsRunning).unwrap_or(false),
-            None => false,
-        }
-    }
-
-    /// Graceful close: removes the child from its supervisor (never restarted) and waits while
-    /// the Worker finishes its active jobs, within the spec's shutdown budget.
-    ///
-    /// # Errors
-    ///
-    /// [`SupervisionError::UnknownChild`] when it was already closed,
-    /// [`SupervisionError::NotRunning`] when the supervisor is gone.
-    pub async fn close(&self) -> Result<(), SupervisionError> {
-        self.supervisor.resolve()?.terminate_child(&self.id).await
-    }
-
-    /// Forced close: cancels running jobs at once (they are left to stalled recovery).
-    ///
-    /// # Errors
-    ///
-    /// As [`SupervisedWorker::close`].
-    pub async fn close_force(&self) -> Result<(), SupervisionError> {
-        self.supervisor
-            .resolve()?
-            .terminate_child_within(&self.id, Duration::ZERO)
-            .await
-    }
 }
