@@ -189,3 +189,38 @@ async fn recovers_a_job_whose_worker_died() {
     assert!(names.contains(&"stalled".to_owned()), "{names:?}");
     close(&worker).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_and_queue_events_see_the_worker_finish() {
+    use ractor_bullmq::protocol::JobOptions;
+    use ractor_bullmq::{JobFinished, Queue, QueueEventsHandle, QueueEventsOptions, QueueOptions};
+
+    let f = Fixture::new("handles").await;
+    let backend: Arc<dyn Backend> = Arc::new(f.backend.clone());
+    let queue = Queue::with_backend("handles", backend.as_ref(), QueueOptions::default())
+        .await
+        .unwrap();
+    let events =
+        QueueEventsHandle::start(QueueEventsOptions::with_backend("handles", backend.clone()))
+            .await
+            .unwrap();
+    let processor = |job: Job, _ctx: JobContext| async move {
+        if job.attempts_made() == 0 {
+            anyhow::bail!("first attempt fails");
+        }
+        Ok::<Value, anyhow::Error>(json!({"ok": true}))
+    };
+    let worker = f.spawn(processor, options()).await;
+    let job = queue
+        .add_job("greet", json!({"to": "you"}), JobOptions::new().attempts(2))
+        .await
+        .unwrap();
+    let finished = job
+        .wait_until_finished(&queue, &events, LONG)
+        .await
+        .unwrap();
+    assert_eq!(finished, JobFinished::Completed(json!({"ok": true})));
+    close(&worker).await;
+    events.close().await;
+    queue.close().await.unwrap();
+}
