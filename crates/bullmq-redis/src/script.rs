@@ -1,10 +1,12 @@
 //! Our Lua scripts, embedded at compile time and run with `EVALSHA`.
 //!
-//! A [`Script`] is assembled from include files and a body with [`lua_script!`](crate::lua_script): the include
-//! mechanism is plain concatenation at compile time, so a shared helper is written once under
-//! `lua-scripts/includes/` and each script names the helpers it needs. The SHA1 is computed once;
-//! on `NOSCRIPT` (a restarted Redis, `SCRIPT FLUSH`, a failover) the script is loaded again and
-//! the call is retried transparently with `EVAL`, which caches the script again.
+//! A [`Script`] is assembled from include files and a body with
+//! [`lua_script!`](crate::lua_script): the include mechanism is plain concatenation at compile
+//! time, so a shared helper is written once under `lua/includes/` (inside this crate, so the
+//! published package carries them) and each script names the helpers it needs. The SHA1 is
+//! computed once; on `NOSCRIPT` (a restarted Redis, `SCRIPT FLUSH`, a failover) the script is
+//! loaded again and the call is retried transparently with `EVAL`, which caches the script
+//! again.
 
 use std::sync::OnceLock;
 
@@ -80,17 +82,17 @@ impl Script {
     }
 }
 
-/// Declares a [`Script`] static from files under `lua-scripts/`, includes first.
+/// Declares a [`Script`] static from files under the crate's `lua/` directory, includes first.
 ///
 /// ```ignore
-/// lua_script!(pub(crate) static ADD_JOB = "addJob": "includes/emit_event.lua", "add_job.lua");
+/// lua_script!(pub(crate) static ADD_JOB = "addJob": "includes/events.lua", "add_job.lua");
 /// ```
 #[macro_export]
 macro_rules! lua_script {
     ($vis:vis static $ident:ident = $name:literal : $($file:literal),+ $(,)?) => {
         $vis static $ident: $crate::script::Script = $crate::script::Script::new(
             $name,
-            concat!($(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../lua-scripts/", $file)), "\n"),+),
+            concat!($(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file)), "\n"),+),
         );
     };
 }

@@ -218,6 +218,7 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
     telemetry::queue_paused("s");
     telemetry::queue_resumed("s");
     telemetry::queue_drained("s");
+    telemetry::worker_queue_empty("s", "s#1");
     telemetry::worker_stopped("s", "s#1", Duration::from_secs(1));
     telemetry::connection_lost("s", "worker", &"connection refused");
     telemetry::connection_restored("s", "worker", Duration::from_millis(1500));
@@ -242,8 +243,8 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
 }
 
 #[test]
-fn job_finished_reports_each_finish_action() {
-    use ractor_bullmq::store::{FinishAction, Retention};
+fn job_finished_reports_each_attempt_end() {
+    use ractor_bullmq::telemetry::AttemptEnd;
 
     let (events, metrics) = capture();
     let _t = events.set_default();
@@ -251,40 +252,22 @@ fn job_finished_reports_each_finish_action() {
     let job = JobTelemetry::new("f", "9", "n").worker("f#1");
     let took = Duration::from_millis(10);
 
-    let actions = [
-        FinishAction::Complete {
-            returnvalue: "1".into(),
-            keep: Retention::KEEP_ALL,
+    let ends = [
+        AttemptEnd::Completed,
+        AttemptEnd::Failed { reason: "bad" },
+        AttemptEnd::Retried {
+            reason: "again",
+            delay: Duration::ZERO,
         },
-        FinishAction::Fail {
-            reason: "bad".into(),
-            stacktrace: None,
-            attempts: 1,
-            keep: Retention::KEEP_ALL,
-        },
-        FinishAction::Retry {
-            reason: "again".into(),
-            stacktrace: None,
-            lifo: false,
-        },
-        FinishAction::Delay {
+        AttemptEnd::Retried {
+            reason: "backoff",
             delay: Duration::from_secs(4),
-            reason: Some("backoff".into()),
-            stacktrace: None,
-            skip_attempt: false,
         },
-        FinishAction::Delay {
-            delay: Duration::from_secs(1),
-            reason: None,
-            stacktrace: None,
-            skip_attempt: true,
-        },
-        FinishAction::RateLimit {
-            ttl: Duration::from_millis(700),
-        },
+        AttemptEnd::Delayed(Duration::from_secs(1)),
+        AttemptEnd::RateLimited(Duration::from_millis(700)),
     ];
-    for action in &actions {
-        telemetry::job_finished(&job, action, took);
+    for end in ends {
+        telemetry::job_finished(&job, end, took);
     }
 
     assert_eq!(events.named(ev::JOB_COMPLETED).len(), 1);

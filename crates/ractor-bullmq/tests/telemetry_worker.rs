@@ -1,6 +1,6 @@
 //! A Worker on a real Redis emits the telemetry catalogue: worker started / stopped, a stalled
 //! check, job started / progress / completed / failed with the `bullmq.worker.process` span,
-//! queue drained, a rate-limit hit, and the matching metrics.
+//! the queue running empty (`bullmq.worker.queue_empty`), a rate-limit hit, and the matching metrics.
 //!
 //! Runs on the default current-thread runtime, so every task (worker, job actors) reports to
 //! the capture installed on the test's thread.
@@ -74,8 +74,8 @@ async fn worker_emits_the_catalogue_events() -> anyhow::Result<()> {
         finished.load(Ordering::SeqCst) == 2
     })
     .await;
-    eventually("the queue drained", Duration::from_secs(20), || {
-        events.first(ev::QUEUE_DRAINED).is_some()
+    eventually("the queue ran empty", Duration::from_secs(20), || {
+        events.first(ev::WORKER_QUEUE_EMPTY).is_some()
     })
     .await;
     worker.close().await?;

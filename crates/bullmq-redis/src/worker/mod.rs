@@ -22,7 +22,7 @@ pub use locks::{extend_locks, move_stalled, StalledReport};
 
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 
-/// The key list every worker script receives (see `lua-scripts/includes/worker_common.lua`).
+/// The key list every worker script receives (see `lua/includes/worker_common.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerKeys {
     queue: QueueKeys,

@@ -245,11 +245,17 @@ pub fn queue_resumed(queue: &str) {
         "queue resumed");
 }
 
-/// The queue has no waiting jobs left (`bullmq.queue.drained`): a worker found nothing to
-/// fetch, or an admin drained it.
+/// An admin drained the queue (`bullmq.queue.drained`, from `Queue::drain`).
 pub fn queue_drained(queue: &str) {
     tracing::event!(target: TARGET, Level::DEBUG, event = ev::QUEUE_DRAINED, queue,
         "queue drained");
+}
+
+/// Worker `worker` found no job to run in `queue` (`bullmq.worker.queue_empty`; the moment
+/// Node's Worker emits `drained`). Reported once until a fetch finds jobs again.
+pub fn worker_queue_empty(queue: &str, worker: &str) {
+    tracing::event!(target: TARGET, Level::DEBUG, event = ev::WORKER_QUEUE_EMPTY, queue, worker,
+        "queue empty");
 }
 
 /// The store refused to record how job `job_id` ended (`bullmq.job.finish_refused` with

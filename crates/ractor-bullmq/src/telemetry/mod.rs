@@ -47,14 +47,15 @@
 //! | `bullmq.worker.stalled_check` | DEBUG, WARN when it found jobs | `worker`, `recovered`, `failed` | [`stalled_check`] | `bullmq_jobs_stalled_total{outcome}` |
 //! | `bullmq.queue.paused` | INFO | — | [`queue_paused`] | — |
 //! | `bullmq.queue.resumed` | INFO | — | [`queue_resumed`] | — |
-//! | `bullmq.queue.drained` | DEBUG | — | [`queue_drained`] | — |
+//! | `bullmq.worker.queue_empty` | DEBUG | `worker` | [`worker_queue_empty`] | — |
+//! | `bullmq.queue.drained` | DEBUG | — | [`queue_drained`] (`Queue::drain`) | — |
 //! | `bullmq.rate_limit.hit` | INFO | `delay_ms`, `worker` | [`rate_limit_hit`] | `bullmq_rate_limit_hits_total` |
 //! | `bullmq.job.finish_refused` | WARN | `worker`, `job.id`, `error` | [`finish_refused`] | — |
 //! | `bullmq.connection.lost` | WARN | `component` (`worker` \| `queue_events`), `error` | [`connection_lost`], once per outage | — |
 //! | `bullmq.connection.restored` | INFO | `component`, `downtime_ms` | [`connection_restored`] | — |
 //!
 //! A Worker's finish path can report completed / failed / retried / rate-limited in one call
-//! with [`job_finished`], from the `FinishAction` it records.
+//! with [`job_finished`], from the [`AttemptEnd`] it decided.
 //!
 //! `bullmq_worker_active_jobs` goes back down when the [`ActiveJob`] guard returned by
 //! [`job_started`] is dropped, whatever way the attempt ended (completed, failed, lock lost,
@@ -119,10 +120,10 @@ pub use bullmq_backend::{Metrics, MetricsKind, MetricsMeta};
 pub use events::{
     connection_lost, connection_restored, finish_refused, job_added, job_completed, job_failed,
     job_progress, job_retried, job_started, queue_drained, queue_paused, queue_resumed,
-    rate_limit_hit, stalled_check, wait_time, worker_started, worker_stopped, ActiveJob,
-    JobTelemetry,
+    rate_limit_hit, stalled_check, wait_time, worker_queue_empty, worker_started, worker_stopped,
+    ActiveJob, JobTelemetry,
 };
-pub use finish::job_finished;
+pub use finish::{job_finished, AttemptEnd};
 pub use names::{event_names, metric_names, span_names, TARGET};
 pub use recorder::describe_metrics;
 pub use spans::{add_bulk_span, add_span, process_span, propagation_metadata, record_job_id};

@@ -41,8 +41,11 @@ pub mod event_names {
     pub const QUEUE_PAUSED: &str = "bullmq.queue.paused";
     /// The queue was resumed.
     pub const QUEUE_RESUMED: &str = "bullmq.queue.resumed";
-    /// The queue has no more waiting jobs.
+    /// An admin drained the queue (`Queue::drain`: waiting and delayed jobs removed).
     pub const QUEUE_DRAINED: &str = "bullmq.queue.drained";
+    /// A worker's fetch found no job to run (Node's Worker `drained` event); once until a
+    /// fetch finds jobs again.
+    pub const WORKER_QUEUE_EMPTY: &str = "bullmq.worker.queue_empty";
     /// The queue's rate limit was reached.
     pub const RATE_LIMIT_HIT: &str = "bullmq.rate_limit.hit";
     /// The store refused to record how a job ended.
@@ -54,7 +57,7 @@ pub mod event_names {
     pub const CONNECTION_RESTORED: &str = "bullmq.connection.restored";
 
     /// Every event name, in catalogue order.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 17] = [
         JOB_ADDED,
         JOB_STARTED,
         JOB_COMPLETED,
@@ -64,6 +67,7 @@ pub mod event_names {
         WORKER_STARTED,
         WORKER_STOPPED,
         STALLED_CHECK,
+        WORKER_QUEUE_EMPTY,
         QUEUE_PAUSED,
         QUEUE_RESUMED,
         QUEUE_DRAINED,

@@ -25,8 +25,9 @@
 
 mod callbacks;
 mod context;
-mod dispatch;
+mod dispatcher;
 mod errors;
+mod fetched;
 mod handle;
 mod health;
 mod job_actor;
@@ -34,7 +35,9 @@ mod job_runner;
 mod lock_manager;
 mod options;
 mod outcome;
+mod settle;
 mod spec;
+mod start;
 mod supervised;
 #[allow(clippy::module_inception)]
 mod worker;

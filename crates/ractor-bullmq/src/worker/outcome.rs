@@ -1,9 +1,22 @@
-//! How a job ended, and what that means in Redis.
+//! How a job ended, and what the Worker records for it.
 //!
 //! A job goes through stages: the job actor runs the processor and reports how it [`Ended`];
-//! [`classify`] turns that into a [`JobOutcome`]; [`record`] decides the Redis transition
-//! (complete, retry now, retry after backoff, fail, delay, rate-limit, or nothing when the job
-//! is no longer ours) as a [`FinishAction`].
+//! [`classify`] turns that into a [`JobOutcome`]; [`decide`] turns the outcome into the
+//! [`Verdict`] the Worker records (complete, retry now, retry after backoff, fail, delay,
+//! rate-limit, or nothing when the job is no longer ours). The verdict is built once and is
+//! the one value everything after reads: the finish call ([`Verdict::action`]), the callbacks
+//! and telemetry ([`Verdict::attempt_end`]). Jobs that fail without running (a hash that
+//! cannot be read, a deferred failure, started too often, a completion refused for failed
+//! children) go through the same constructors ([`JobOutcome::unrecoverable`], [`Verdict::unreadable`]).
+//!
+//! # Attempts
+//!
+//! Two counters of the job hash, and only these names for them in the Worker and telemetry:
+//! **attempts made** (`atm`, [`Job::attempts_made`]) counts attempts that ended and were
+//! recorded as failed or retried; **attempts started** (`ats`, [`Job::attempts_started`])
+//! counts fetches into active, including attempts that stalled or were cut short. The number of
+//! the running attempt is attempts made + 1 (`JobContext::attempt`, telemetry's `attempt`
+//! field). The job's `attempts` option is its **maximum attempts**.
 
 use std::time::Duration;
 
@@ -15,6 +28,7 @@ use super::errors::{DelayedError, RateLimitError, UnrecoverableError};
 use super::options::WorkerOptions;
 use super::Job;
 use crate::store::{FinishAction, Retention};
+use crate::telemetry::AttemptEnd;
 
 /// Why a running job's cancellation token was cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +85,27 @@ pub enum JobOutcome {
         /// The panic message (`failedReason`).
         message: String,
     },
+}
+
+impl JobOutcome {
+    /// A failure the Worker decided itself, without running the job or after it ran (a
+    /// deferred failure, started too often, a completion refused for failed children): failed
+    /// for good with `reason`, traced as an `UnrecoverableError`.
+    pub(crate) fn unrecoverable(reason: String) -> Self {
+        Self::Unrecoverable {
+            trace: format!("UnrecoverableError: {reason}"),
+            reason,
+        }
+    }
+
+    /// A failure the Worker decided itself that is retried while attempts remain (a
+    /// completion refused for pending children), traced as an `Error`.
+    pub(crate) fn failed(reason: String) -> Self {
+        Self::Failed {
+            trace: format!("Error: {reason}"),
+            reason,
+        }
+    }
 }
 
 /// Turns how a job actor ended into a [`JobOutcome`]. A cancellation reason recorded by the
@@ -152,93 +187,200 @@ fn stacktrace(job: &Job, trace: &str) -> String {
     serde_json::to_string(&traces).unwrap_or_else(|_| "[]".to_string())
 }
 
-/// Decides the Redis transition for a job that ended with `outcome`. `None`: leave the job
-/// alone (it is no longer ours, or stalled recovery will bring it back).
-pub(crate) fn record(
-    job: &Job,
-    outcome: &JobOutcome,
-    opts: &WorkerOptions,
-) -> Option<FinishAction> {
-    let attempts = job.opts().attempts.unwrap_or(0);
-    let fail = |reason: &str, trace: Option<String>| FinishAction::Fail {
-        reason: reason.to_string(),
-        stacktrace: trace,
-        attempts,
-        keep: retention(
-            job.opts().remove_on_fail.as_ref(),
-            opts.remove_on_fail.as_ref(),
-        ),
-    };
+/// What the Worker records for a job that ended: built once, by [`decide`] or
+/// [`Verdict::unreadable`], then read by the finish call, the callbacks and telemetry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Verdict {
+    /// Completed with the processor's value.
+    Completed {
+        /// The processor's value (`returnvalue`).
+        value: Value,
+        /// Retention of the `completed` set.
+        keep: Retention,
+    },
+    /// Failed for good.
+    Failed {
+        /// `failedReason`.
+        reason: String,
+        /// `stacktrace` JSON, trimmed to `stackTraceLimit`.
+        stacktrace: Option<String>,
+        /// The job's maximum attempts (its `attempts` option), for `retries-exhausted`.
+        max_attempts: u32,
+        /// Retention of the `failed` set.
+        keep: Retention,
+    },
+    /// Failed, and runs again `after` this long (zero: at once, back to wait).
+    Retried {
+        /// `failedReason` of this attempt.
+        reason: String,
+        /// `stacktrace` JSON.
+        stacktrace: String,
+        /// The backoff.
+        after: Duration,
+        /// The job's `lifo` option (for a retry at once).
+        lifo: bool,
+    },
+    /// The processor asked for the job to be delayed: not a failure, no attempt counted.
+    Delayed(Duration),
+    /// The processor reported a rate limit: the job goes back to wait.
+    RateLimited(Duration),
+}
+
+impl Verdict {
+    /// A job failed for good without running: `failedReason` = `reason`, no stacktrace, kept.
+    /// For a fetched job that cannot be read, which has no options to consult.
+    pub(crate) fn unreadable(reason: String) -> Self {
+        Self::Failed {
+            reason,
+            stacktrace: None,
+            max_attempts: 0,
+            keep: Retention::default(),
+        }
+    }
+
+    /// The store transition that records this verdict.
+    pub(crate) fn action(&self) -> FinishAction {
+        match self {
+            Self::Completed { value, keep } => FinishAction::Complete {
+                returnvalue: value.to_string(),
+                keep: *keep,
+            },
+            Self::Failed {
+                reason,
+                stacktrace,
+                max_attempts,
+                keep,
+            } => FinishAction::Fail {
+                reason: reason.clone(),
+                stacktrace: stacktrace.clone(),
+                attempts: *max_attempts,
+                keep: *keep,
+            },
+            Self::Retried {
+                reason,
+                stacktrace,
+                after,
+                lifo,
+            } if after.is_zero() => FinishAction::Retry {
+                reason: reason.clone(),
+                stacktrace: Some(stacktrace.clone()),
+                lifo: *lifo,
+            },
+            Self::Retried {
+                reason,
+                stacktrace,
+                after,
+                ..
+            } => FinishAction::Delay {
+                delay: *after,
+                reason: Some(reason.clone()),
+                stacktrace: Some(stacktrace.clone()),
+                skip_attempt: false,
+            },
+            Self::Delayed(delay) => FinishAction::Delay {
+                delay: *delay,
+                reason: None,
+                stacktrace: None,
+                skip_attempt: true,
+            },
+            Self::RateLimited(ttl) => FinishAction::RateLimit { ttl: *ttl },
+        }
+    }
+
+    /// How the attempt ended, for telemetry.
+    pub(crate) fn attempt_end(&self) -> AttemptEnd<'_> {
+        match self {
+            Self::Completed { .. } => AttemptEnd::Completed,
+            Self::Failed { reason, .. } => AttemptEnd::Failed { reason },
+            Self::Retried { reason, after, .. } => AttemptEnd::Retried {
+                reason,
+                delay: *after,
+            },
+            Self::Delayed(delay) => AttemptEnd::Delayed(*delay),
+            Self::RateLimited(ttl) => AttemptEnd::RateLimited(*ttl),
+        }
+    }
+
+    /// The store command Node's Worker would name in an error about this verdict.
+    pub(crate) fn command(&self) -> &'static str {
+        match self {
+            Self::Retried { after, .. } if after.is_zero() => "retryJob",
+            Self::Retried { .. } | Self::Delayed(_) => "moveToDelayed",
+            Self::RateLimited(_) => "moveJobFromActiveToWait",
+            Self::Completed { .. } | Self::Failed { .. } => "moveToFinished",
+        }
+    }
+}
+
+/// Decides what to record for a job that ended with `outcome`. `None`: leave the job alone
+/// (it is no longer ours, or stalled recovery will bring it back).
+pub(crate) fn decide(job: &Job, outcome: JobOutcome, opts: &WorkerOptions) -> Option<Verdict> {
     match outcome {
-        JobOutcome::Completed(value) => Some(FinishAction::Complete {
-            returnvalue: value.to_string(),
+        JobOutcome::Completed(value) => Some(Verdict::Completed {
+            value,
             keep: retention(
                 job.opts().remove_on_complete.as_ref(),
                 opts.remove_on_complete.as_ref(),
             ),
         }),
         JobOutcome::Unrecoverable { reason, trace } => {
-            Some(fail(reason, Some(stacktrace(job, trace))))
+            let stack = stacktrace(job, &trace);
+            Some(fail(job, reason, stack, opts))
         }
-        JobOutcome::Failed { reason, trace } => Some(retry_or_fail(job, reason, trace, opts, fail)),
+        JobOutcome::Failed { reason, trace } => Some(retry_or_fail(job, reason, &trace, opts)),
         JobOutcome::Panicked { message } => {
             let trace = format!("panic: {message}");
-            Some(retry_or_fail(job, message, &trace, opts, fail))
+            Some(retry_or_fail(job, message, &trace, opts))
         }
-        JobOutcome::Delayed(delay) => Some(FinishAction::Delay {
-            delay: *delay,
-            reason: None,
-            stacktrace: None,
-            skip_attempt: true,
-        }),
-        JobOutcome::RateLimited(ttl) => Some(FinishAction::RateLimit { ttl: *ttl }),
+        JobOutcome::Delayed(delay) => Some(Verdict::Delayed(delay)),
+        JobOutcome::RateLimited(ttl) => Some(Verdict::RateLimited(ttl)),
         JobOutcome::LockLost | JobOutcome::Cancelled => None,
     }
 }
 
-fn retry_or_fail(
-    job: &Job,
-    reason: &str,
-    trace: &str,
-    opts: &WorkerOptions,
-    fail: impl Fn(&str, Option<String>) -> FinishAction,
-) -> FinishAction {
+/// Fails `job` for good with `reason` and its stacktrace JSON.
+fn fail(job: &Job, reason: String, stacktrace: String, opts: &WorkerOptions) -> Verdict {
+    Verdict::Failed {
+        reason,
+        stacktrace: Some(stacktrace),
+        max_attempts: job.opts().attempts.unwrap_or(0),
+        keep: retention(
+            job.opts().remove_on_fail.as_ref(),
+            opts.remove_on_fail.as_ref(),
+        ),
+    }
+}
+
+fn retry_or_fail(job: &Job, reason: String, trace: &str, opts: &WorkerOptions) -> Verdict {
     let stack = stacktrace(job, trace);
-    let attempts = job.opts().attempts.unwrap_or(0);
-    let made = job.attempts_made();
+    let max_attempts = job.opts().attempts.unwrap_or(0);
+    let attempts_made = job.attempts_made();
     let started_too_often = opts
         .max_started_attempts
         .is_some_and(|max| max > 0 && max <= job.attempts_started());
-    if made + 1 >= attempts || started_too_often {
-        return fail(reason, Some(stack));
+    if attempts_made + 1 >= max_attempts || started_too_often {
+        return fail(job, reason, stack, opts);
     }
     let delay = match &job.opts().backoff {
         None => Some(Duration::ZERO),
-        Some(backoff) => match backoff_delay(backoff, made + 1, rand::random::<f64>()) {
+        Some(backoff) => match backoff_delay(backoff, attempts_made + 1, rand::random::<f64>()) {
             BackoffDelay::After(delay) => Some(delay),
             BackoffDelay::Custom(name) => match opts.backoff_strategies.get(&name) {
-                Some(strategy) => strategy(made + 1, job, reason),
+                Some(strategy) => strategy(attempts_made + 1, job, &reason),
                 None => {
-                    return fail(
-                        &format!("unknown backoff strategy {name}: register it with WorkerOptions::backoff_strategy"),
-                        Some(stack),
-                    )
+                    let reason = format!("unknown backoff strategy {name}: register it with WorkerOptions::backoff_strategy");
+                    return fail(job, reason, stack, opts);
                 }
             },
         },
     };
     match delay {
-        None => fail(reason, Some(stack)),
-        Some(delay) if delay.is_zero() => FinishAction::Retry {
-            reason: reason.to_string(),
-            stacktrace: Some(stack),
+        None => fail(job, reason, stack, opts),
+        Some(after) => Verdict::Retried {
+            reason,
+            stacktrace: stack,
+            after,
             lifo: job.opts().lifo.unwrap_or(false),
-        },
-        Some(delay) => FinishAction::Delay {
-            delay,
-            reason: Some(reason.to_string()),
-            stacktrace: Some(stack),
-            skip_attempt: false,
         },
     }
 }
@@ -317,23 +459,31 @@ mod tests {
             1,
             "",
         );
-        match record(&first, &failed, &opts) {
-            Some(FinishAction::Delay {
+        let delayed = decide(&first, failed.clone(), &opts).expect("a verdict");
+        match delayed.action() {
+            FinishAction::Delay {
                 delay,
                 skip_attempt: false,
                 ..
-            }) => {
+            } => {
                 assert_eq!(delay, Duration::from_millis(200));
             }
             other => panic!("expected a delayed retry, got {other:?}"),
         }
+        assert_eq!(
+            delayed.attempt_end(),
+            AttemptEnd::Retried {
+                reason: "x",
+                delay: Duration::from_millis(200)
+            }
+        );
         let no_backoff = job(r#"{"attempts":3}"#, 0, "");
         assert!(matches!(
-            record(&no_backoff, &failed, &opts),
+            decide(&no_backoff, failed.clone(), &opts).map(|v| v.action()),
             Some(FinishAction::Retry { lifo: false, .. })
         ));
         let last = job(r#"{"attempts":3}"#, 2, r#"["a","b"]"#);
-        match record(&last, &failed, &opts) {
+        match decide(&last, failed, &opts).map(|v| v.action()) {
             Some(FinishAction::Fail {
                 attempts: 3,
                 stacktrace: Some(trace),
@@ -343,7 +493,7 @@ mod tests {
             }
             other => panic!("expected a final failure, got {other:?}"),
         }
-        assert_eq!(record(&last, &JobOutcome::LockLost, &opts), None);
+        assert_eq!(decide(&last, JobOutcome::LockLost, &opts), None);
     }
 
     #[test]
@@ -358,13 +508,96 @@ mod tests {
             0,
             r#"["old"]"#,
         );
-        match record(&limited, &failed, &opts) {
+        match decide(&limited, failed, &opts).map(|v| v.action()) {
             Some(FinishAction::Fail {
                 stacktrace: Some(trace),
                 ..
             }) => assert_eq!(trace, r#"["t"]"#),
             other => panic!("custom strategy said stop: {other:?}"),
         }
+    }
+
+    #[test]
+    fn refusals_and_unreadable_jobs_fail_for_good() {
+        let opts = WorkerOptions::default();
+        let refused = JobOutcome::unrecoverable("job started more than allowable limit".into());
+        let job = job(r#"{"attempts":3}"#, 0, "");
+        match decide(&job, refused, &opts) {
+            Some(Verdict::Failed {
+                reason,
+                stacktrace: Some(trace),
+                max_attempts: 3,
+                ..
+            }) => {
+                assert_eq!(reason, "job started more than allowable limit");
+                assert_eq!(
+                    trace,
+                    r#"["UnrecoverableError: job started more than allowable limit"]"#
+                );
+            }
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        let unreadable = Verdict::unreadable("corrupted job hash: name is missing".into());
+        assert_eq!(
+            unreadable.action(),
+            FinishAction::Fail {
+                reason: "corrupted job hash: name is missing".into(),
+                stacktrace: None,
+                attempts: 0,
+                keep: Retention::KEEP_ALL,
+            }
+        );
+        assert_eq!(unreadable.command(), "moveToFinished");
+    }
+
+    #[test]
+    fn verdicts_map_to_store_actions_and_telemetry() {
+        let delayed = Verdict::Delayed(Duration::from_secs(1));
+        assert_eq!(
+            delayed.action(),
+            FinishAction::Delay {
+                delay: Duration::from_secs(1),
+                reason: None,
+                stacktrace: None,
+                skip_attempt: true
+            }
+        );
+        assert_eq!(
+            delayed.attempt_end(),
+            AttemptEnd::Delayed(Duration::from_secs(1))
+        );
+        assert_eq!(delayed.command(), "moveToDelayed");
+        let limited = Verdict::RateLimited(Duration::from_millis(5));
+        assert_eq!(
+            limited.action(),
+            FinishAction::RateLimit {
+                ttl: Duration::from_millis(5)
+            }
+        );
+        assert_eq!(limited.command(), "moveJobFromActiveToWait");
+        let completed = Verdict::Completed {
+            value: serde_json::json!({"n": 1}),
+            keep: Retention::REMOVE,
+        };
+        assert_eq!(
+            completed.action(),
+            FinishAction::Complete {
+                returnvalue: r#"{"n":1}"#.into(),
+                keep: Retention::REMOVE
+            }
+        );
+        assert_eq!(completed.attempt_end(), AttemptEnd::Completed);
+        let retried = Verdict::Retried {
+            reason: "x".into(),
+            stacktrace: "[]".into(),
+            after: Duration::ZERO,
+            lifo: true,
+        };
+        assert_eq!(retried.command(), "retryJob");
+        assert!(matches!(
+            retried.action(),
+            FinishAction::Retry { lifo: true, .. }
+        ));
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! The Worker actor: one consumer of one queue.
 //!
-//! It owns the queue's slots: fetches jobs in batches into free slots, starts one linked job
-//! actor per job, has its linked LockManager renew their locks, and records finished jobs in
-//! batches whose round trip also fetches the next jobs. At most one fetch-or-finish call is in
-//! flight; finishes reported meanwhile accumulate into the next batch, which is how batching
-//! happens under load without any timer. When a fetch leaves slots empty, a task blocks on the
-//! queue's marker (dedicated connection) and wakes the worker; Redis errors are retried with
-//! backoff, never in a busy loop.
+//! It fetches jobs in batches into its `concurrency` slots, runs each on a task or a linked job
+//! actor, has its linked LockManager renew their locks, and records finished jobs in batches
+//! whose round trip also fetches the next jobs. When a fetch leaves slots empty, a task blocks
+//! on the queue's marker (dedicated connection) and wakes the worker; store errors are retried
+//! with backoff, never in a busy loop.
+//!
+//! *When* to call the store is decided by the [`Dispatcher`] (`dispatcher.rs`), a pure state
+//! machine: this file turns messages into its [`Event`]s and carries out its [`Command`]s
+//! (store calls as spawned tasks that answer with messages, timers, cancellations, reports).
+//! Starting fetched jobs is in `start.rs`, recording and reporting finished ones in
+//! `settle.rs`.
 //!
 //! # Supervision
 //!
@@ -17,20 +21,23 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::task::JoinHandle;
 
 use super::callbacks::WorkerCallbacks;
 use super::context::JobContext;
+use super::dispatcher::{Command, Dispatcher, Event, Lifecycle, Limits};
 use super::errors::WorkerError;
+use super::fetched::Lease;
 use super::lock_manager::{LockManager, LockManagerArgs, LockManagerMsg};
 use super::options::WorkerOptions;
-use super::outcome::{Ended, JobOutcome};
+use super::outcome::{CancelReason, Ended, Verdict};
 use super::{Job, Processor};
 use crate::store::{
-    Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult, Traced,
+    FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult,
+    Traced,
 };
 use crate::{telemetry, ConnectionConfig};
 use bullmq_backend::{Backend, WorkerStoreOptions};
@@ -93,6 +100,8 @@ impl Internal {
 /// worker loop measurably.
 #[derive(Debug)]
 pub(super) enum InternalMsg {
+    /// A [`Command::WakeAfter`] timer fired, or `autorun` started the Worker: nothing to do
+    /// but the end-of-turn pump.
     Pump,
     /// Sent by the worker to itself: finishes reported before it are in `pending` now, so the
     /// next finish batch collects all of them (batching without a timer).
@@ -118,7 +127,7 @@ pub(super) enum InternalMsg {
     StalledDone(Box<StoreResult<StalledReport>>),
     /// The store's connection dropped or came back (see `health.rs`).
     Connection(crate::store::ConnectionChange),
-    /// A forced close has waited [`super::dispatch::FORCE_CLOSE_GRACE`] for store calls.
+    /// A forced close has waited [`super::dispatcher::FORCE_CLOSE_GRACE`] for store calls.
     CloseDeadline,
 }
 
@@ -171,13 +180,32 @@ impl WorkerArgs {
         processor: impl Processor,
         options: WorkerOptions,
     ) -> Result<Self, WorkerError> {
+        Self::open_shared(backend, queue, Arc::new(processor), options).await
+    }
+
+    /// [`WorkerArgs::open`] with a processor shared with other workers.
+    ///
+    /// # Errors
+    ///
+    /// As [`WorkerArgs::open`].
+    pub async fn open_shared(
+        backend: &dyn Backend,
+        queue: &str,
+        processor: Arc<dyn Processor>,
+        options: WorkerOptions,
+    ) -> Result<Self, WorkerError> {
         options.validate()?;
         let mut store_options = WorkerStoreOptions::default();
         store_options.worker_name = options.name.clone();
         store_options.metrics_max_points = options.metrics_max_data_points;
         let keys = QueueKeys::new(options.prefix.clone(), queue);
         let store = backend.worker_store(&keys, &store_options).await?;
-        Ok(Self::new(Arc::new(Traced(store)), processor).options(options))
+        Ok(Self {
+            store: Arc::new(Traced(store)),
+            processor,
+            options,
+            callbacks: WorkerCallbacks::default(),
+        })
     }
 
     /// Connects a traced Redis store for `queue` (prefix and name from `options`): a shortcut
@@ -219,9 +247,8 @@ impl WorkerArgs {
 
 pub(super) struct RunningJob {
     pub(super) job: Job,
-    pub(super) token: String,
-    /// The backend's note from the fetch, handed back with the job's finish.
-    pub(super) receipt: crate::store::Receipt,
+    /// Its lock token and the store's note, handed back with its finish.
+    pub(super) lease: Lease,
     pub(super) context: JobContext,
     /// Telemetry guard of the attempt (`bullmq_worker_active_jobs` while it lives).
     pub(super) active: telemetry::ActiveJob,
@@ -230,52 +257,49 @@ pub(super) struct RunningJob {
     pub(super) _task: Option<super::job_runner::JobTask>,
 }
 
+/// A finished job waiting for its finish batch.
 #[derive(Debug)]
 pub(super) struct Pending {
-    pub(super) finish: Finish,
+    pub(super) job_id: String,
+    /// The lock token and the store's note the job was fetched with.
+    pub(super) lease: Lease,
+    /// What to record; the callbacks and telemetry report the same value.
+    pub(super) verdict: Verdict,
+    /// `None` for a job that could not be read.
     pub(super) job: Option<Job>,
-    pub(super) outcome: JobOutcome,
     /// How long the attempt ran (zero for jobs failed without running).
-    pub(super) duration: std::time::Duration,
+    pub(super) duration: Duration,
 }
 
-/// State of a Worker.
+impl Pending {
+    /// The store call's item for this job.
+    fn finish(&self) -> Finish {
+        Finish {
+            job_id: self.job_id.clone(),
+            token: self.lease.token.clone(),
+            action: self.verdict.action(),
+            receipt: self.lease.receipt,
+        }
+    }
+}
+
+/// State of a Worker. When to call the store is the [`Dispatcher`]'s business; the rest is
+/// what carrying out its commands needs.
 pub struct WorkerState {
     pub(super) store: Arc<dyn Store>,
     pub(super) processor: Arc<dyn Processor>,
     pub(super) opts: WorkerOptions,
     pub(super) callbacks: WorkerCallbacks,
+    pub(super) dispatcher: Dispatcher<Pending>,
     pub(super) lock_manager: Option<ActorRef<LockManagerMsg>>,
     pub(super) running: HashMap<String, RunningJob>,
     pub(super) job_actors: HashMap<ActorId, String>,
-    pub(super) pending: Vec<Pending>,
-    /// Store calls in flight (fetches and finish batches).
-    pub(super) inflight: usize,
-    /// Slots promised to jobs that in-flight fetches may bring.
-    pub(super) reserved: usize,
+    /// The marker wait in flight ([`Command::WaitForWork`]).
     pub(super) waiting: Option<JoinHandle<()>>,
-    pub(super) idle: bool,
-    pub(super) next_delayed_at: Option<u64>,
-    pub(super) limited_until: Option<Instant>,
-    pub(super) limit_timer_for: Option<Instant>,
-    pub(super) cooldown_until: Option<Instant>,
-    pub(super) error_streak: u32,
-    pub(super) drained: bool,
-    pub(super) started: bool,
-    pub(super) paused: bool,
-    pub(super) closing: Option<bool>,
-    /// The forced close's grace ran out: stop without waiting for store calls in flight
-    /// (Redis may be unreachable); their jobs are left to stalled recovery.
-    pub(super) abandon_inflight: bool,
     pub(super) close_replies: Vec<RpcReplyPort<CloseReport>>,
     pub(super) left_behind: Vec<String>,
-    pub(super) stalled_busy: bool,
     pub(super) timers: Vec<JoinHandle<()>>,
     pub(super) token_prefix: String,
-    /// A [`InternalMsg::Flush`] is in the mailbox.
-    pub(super) flush_queued: bool,
-    /// Handling that flush: send the pending finishes now.
-    pub(super) flush_now: bool,
     /// The worker's name in telemetry (`worker` field): its `name` option, else its token
     /// prefix, which is unique per worker.
     pub(super) label: Arc<str>,
@@ -376,35 +400,24 @@ impl Actor for Worker {
         );
         let label: Arc<str> = opts.name.as_deref().unwrap_or(&token_prefix).into();
         telemetry::worker_started(args.store.queue_name(), &label, opts.concurrency);
+        let limits = Limits {
+            concurrency: opts.concurrency,
+            max_finish_batch: opts.max_finish_batch,
+            drain_delay: opts.drain_delay,
+        };
         Ok(WorkerState {
             store: args.store,
             processor: args.processor,
             callbacks: args.callbacks,
+            dispatcher: Dispatcher::new(limits, opts.autorun),
             lock_manager,
             running: HashMap::new(),
             job_actors: HashMap::new(),
-            pending: Vec::new(),
-            inflight: 0,
-            reserved: 0,
             waiting: None,
-            idle: false,
-            next_delayed_at: None,
-            limited_until: None,
-            limit_timer_for: None,
-            cooldown_until: None,
-            error_streak: 0,
-            drained: false,
-            started: opts.autorun,
-            paused: false,
-            closing: None,
-            abandon_inflight: false,
             close_replies: Vec::new(),
             left_behind: Vec::new(),
-            stalled_busy: false,
             timers,
             token_prefix,
-            flush_queued: false,
-            flush_now: false,
             label,
             started_at: Instant::now(),
             store_closed: false,
@@ -447,30 +460,29 @@ impl Actor for Worker {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            WorkerMsg::Pause => state.paused = true,
-            WorkerMsg::Resume => state.paused = false,
-            WorkerMsg::Run => state.started = true,
+            WorkerMsg::Pause => state.dispatch(Event::Pause),
+            WorkerMsg::Resume => state.dispatch(Event::Resume),
+            WorkerMsg::Run => state.dispatch(Event::Run),
             WorkerMsg::GetNextJob(reply) => {
-                if state.closing.is_some() || state.inflight > 0 || state.free_slots() == 0 {
-                    let _ = reply.send(None);
-                } else {
+                if state.dispatcher.try_fetch_one() {
                     state.spawn_fetch(&myself, 1, Some(reply));
+                } else {
+                    let _ = reply.send(None);
                 }
             }
             WorkerMsg::Close { force, reply } => {
                 state.close_replies.push(reply);
-                state.begin_close(&myself, force);
+                state.dispatch(Event::Close { force });
             }
             WorkerMsg::ActiveCount(reply) => {
                 let _ = reply.send(state.running.len());
             }
             WorkerMsg::IsRunning(reply) => {
-                let _ = reply.send(state.started && !state.paused && state.closing.is_none());
+                let _ = reply.send(state.dispatcher.lifecycle() == Lifecycle::Running);
             }
-            WorkerMsg::Internal(Internal(msg)) => state.handle_internal(&myself, msg).await?,
+            WorkerMsg::Internal(Internal(msg)) => state.handle_internal(&myself, msg).await,
         }
-        state.pump(&myself);
-        state.maybe_stop(&myself).await;
+        state.end_turn(&myself).await;
         Ok(())
     }
 
@@ -491,7 +503,7 @@ impl Actor for Worker {
             .as_ref()
             .is_some_and(|lm| lm.get_id() == cell.get_id());
         if is_lock_manager {
-            if state.closing.is_some() {
+            if state.dispatcher.lifecycle().is_closing() {
                 return Ok(());
             }
             let reason = panic
@@ -502,20 +514,283 @@ impl Actor for Worker {
         if let Some(job_id) = state.job_actors.remove(&cell.get_id()) {
             if let Some(message) = panic {
                 if state.running.contains_key(&job_id) {
-                    state
-                        .handle_internal(
-                            &myself,
-                            InternalMsg::JobEnded {
-                                job_id,
-                                ended: Ended::Panicked(message),
-                            },
-                        )
-                        .await?;
-                    state.pump(&myself);
-                    state.maybe_stop(&myself).await;
+                    state.job_ended(job_id, Ended::Panicked(message));
+                    state.end_turn(&myself).await;
                 }
             }
         }
         Ok(())
+    }
+}
+
+// ---- Carrying out the dispatcher's commands ----
+
+impl WorkerState {
+    /// Feeds `event` to the dispatcher at the current time.
+    pub(super) fn dispatch(&mut self, event: Event<Pending>) {
+        self.dispatcher.handle(event, Instant::now());
+    }
+
+    /// After every message: starts whatever store call is due, carries out the commands.
+    async fn end_turn(&mut self, myself: &ActorRef<WorkerMsg>) {
+        self.dispatcher.pump(Instant::now());
+        self.run_commands(myself).await;
+        debug_assert_eq!(self.dispatcher.running(), self.running.len());
+    }
+
+    /// Carries out the commands the dispatcher queued, in order.
+    pub(super) async fn run_commands(&mut self, myself: &ActorRef<WorkerMsg>) {
+        while let Some(command) = self.dispatcher.take_command() {
+            match command {
+                Command::Fetch { count } => self.spawn_fetch(myself, count, None),
+                Command::FinishBatch { batch, fetch } => self.spawn_finish(myself, batch, fetch),
+                Command::WaitForWork { timeout } => self.spawn_wait(myself, timeout),
+                Command::CancelWait => {
+                    if let Some(waiting) = self.waiting.take() {
+                        waiting.abort();
+                    }
+                }
+                // Detached timers: the Worker may stop before they fire.
+                Command::WakeAfter(after) => {
+                    drop(myself.send_after(after, || internal(InternalMsg::Pump)));
+                }
+                Command::ArmCloseDeadline(after) => {
+                    drop(myself.send_after(after, || internal(InternalMsg::CloseDeadline)));
+                }
+                Command::FlushSoon => {
+                    // Fails only when the Worker is gone, and then nothing waits for the flush.
+                    let _ = myself.cast(internal(InternalMsg::Flush));
+                }
+                Command::CheckStalled => self.spawn_stalled_check(myself),
+                Command::CancelRunning => {
+                    for running in self.running.values() {
+                        running.context.cancel(CancelReason::Shutdown);
+                    }
+                }
+                Command::GiveUp(batch) => {
+                    self.left_behind.extend(batch.into_iter().map(|p| p.job_id));
+                }
+                Command::AbandonAll(pending) => {
+                    self.left_behind
+                        .extend(pending.into_iter().map(|p| p.job_id));
+                    let running: Vec<String> = self.running.drain().map(|(id, _)| id).collect();
+                    self.left_behind.extend(running);
+                }
+                Command::ReportRateLimited(ttl) => {
+                    telemetry::rate_limit_hit(self.store.queue_name(), &self.label, ttl);
+                }
+                Command::ReportQueueEmpty => {
+                    // Node's name for it, kept for the callback.
+                    self.callbacks.drained();
+                    telemetry::worker_queue_empty(self.store.queue_name(), &self.label);
+                }
+                Command::Stop => self.stop(myself).await,
+            }
+        }
+    }
+
+    async fn handle_internal(&mut self, myself: &ActorRef<WorkerMsg>, msg: InternalMsg) {
+        match msg {
+            InternalMsg::Pump => self.dispatch(Event::Wake),
+            InternalMsg::CloseDeadline => self.dispatch(Event::CloseDeadline),
+            InternalMsg::Flush => self.dispatch(Event::Flush),
+            InternalMsg::Fetched {
+                result,
+                requested,
+                reply,
+            } => match *result {
+                Ok(fetched) => {
+                    self.dispatch(Event::CallSucceeded { requested });
+                    self.store_recovered();
+                    let ids = self.accept_fetched(myself, fetched, requested).await;
+                    if let Some(reply) = reply {
+                        let _ = reply.send(ids.into_iter().next());
+                    }
+                }
+                Err(error) => {
+                    if let Some(reply) = reply {
+                        let _ = reply.send(None);
+                    }
+                    self.dispatch(Event::FetchFailed { requested });
+                    self.report_store_error(error);
+                }
+            },
+            InternalMsg::Finished {
+                result,
+                batch,
+                requested,
+            } => match *result {
+                Ok(reply) => {
+                    self.dispatch(Event::CallSucceeded { requested });
+                    self.store_recovered();
+                    let fetched = self.settle_batch(batch, reply);
+                    if requested > 0 {
+                        self.accept_fetched(myself, fetched, requested).await;
+                    }
+                }
+                Err(error) => {
+                    let closing = self.dispatcher.lifecycle().is_closing();
+                    self.dispatch(Event::FinishFailed { requested, batch });
+                    if closing {
+                        // Given up (see `Command::GiveUp`): said once, not as an outage.
+                        self.callbacks.error(&WorkerError::Store(error));
+                    } else {
+                        self.report_store_error(error);
+                    }
+                }
+            },
+            InternalMsg::JobEnded { job_id, ended } => self.job_ended(job_id, ended),
+            InternalMsg::LocksLost(ids) => {
+                let mut lost = Vec::new();
+                for id in ids {
+                    if let Some(running) = self.running.get(&id) {
+                        running.context.cancel(CancelReason::LockLost);
+                        lost.push(id);
+                    }
+                }
+                if !lost.is_empty() {
+                    self.callbacks.lock_renewal_failed(&lost);
+                }
+            }
+            InternalMsg::StoreError(error) => self.report_store_error(error),
+            InternalMsg::Connection(change) => self.on_connection_change(change),
+            InternalMsg::Woken(result) => {
+                tracing::trace!(?result, "woken");
+                self.waiting = None;
+                self.dispatch(Event::WaitEnded {
+                    failed: result.is_err(),
+                });
+                if let Err(error) = result {
+                    self.report_store_error(error);
+                }
+            }
+            InternalMsg::StalledTick => self.dispatch(Event::StalledTick),
+            InternalMsg::StalledDone(result) => {
+                self.dispatch(Event::StalledDone);
+                self.stalled_checked(*result);
+            }
+        }
+        self.run_commands(myself).await;
+    }
+
+    fn fetch_request(&mut self, count: usize) -> FetchRequest {
+        let mut request = FetchRequest::new(
+            u32::try_from(count).unwrap_or(u32::MAX),
+            self.token_prefix.clone(),
+            self.opts.lock_duration,
+        );
+        request.worker_name = self.opts.name.clone();
+        request.limiter = self.opts.limiter.map(|l| (l.max, l.duration));
+        request
+    }
+
+    /// Fetches `count` jobs; `reply` (from `getNextJob`) hears the first one's id.
+    fn spawn_fetch(
+        &mut self,
+        myself: &ActorRef<WorkerMsg>,
+        count: usize,
+        reply: Option<RpcReplyPort<Option<String>>>,
+    ) {
+        let request = self.fetch_request(count);
+        let store = self.store.clone();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let result = guarded(CALL_TIMEOUT, store.fetch_batch(&request)).await;
+            let _ = me.cast(internal(InternalMsg::Fetched {
+                result: Box::new(result),
+                requested: request.count,
+                reply,
+            }));
+        });
+    }
+
+    /// Records `batch`, fetching up to `fetch` jobs in the same call.
+    fn spawn_finish(&mut self, myself: &ActorRef<WorkerMsg>, batch: Vec<Pending>, fetch: usize) {
+        let fetch = (fetch > 0).then(|| self.fetch_request(fetch));
+        let store = self.store.clone();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let finishes: Vec<Finish> = batch.iter().map(Pending::finish).collect();
+            let result = guarded(CALL_TIMEOUT, store.finish_batch(&finishes, fetch.as_ref())).await;
+            let requested = fetch.map_or(0, |f| f.count);
+            let _ = me.cast(internal(InternalMsg::Finished {
+                result: Box::new(result),
+                batch,
+                requested,
+            }));
+        });
+    }
+
+    /// Blocks on the queue's marker for at most `timeout`.
+    fn spawn_wait(&mut self, myself: &ActorRef<WorkerMsg>, timeout: Duration) {
+        tracing::trace!(?timeout, "worker idle, waiting for jobs");
+        let store = self.store.clone();
+        let me = myself.clone();
+        self.waiting = Some(tokio::spawn(async move {
+            let result = guarded(timeout + CALL_TIMEOUT, store.wait_for_job(timeout)).await;
+            let _ = me.cast(internal(InternalMsg::Woken(result)));
+        }));
+    }
+
+    fn spawn_stalled_check(&self, myself: &ActorRef<WorkerMsg>) {
+        let store = self.store.clone();
+        let me = myself.clone();
+        let (max, interval) = (self.opts.max_stalled_count, self.opts.stalled_interval);
+        tokio::spawn(async move {
+            let result = guarded(CALL_TIMEOUT, store.check_stalled(max, interval)).await;
+            let _ = me.cast(internal(InternalMsg::StalledDone(Box::new(result))));
+        });
+    }
+
+    /// Reports what a stalled check did.
+    fn stalled_checked(&self, result: StoreResult<StalledReport>) {
+        match result {
+            Ok(report) => {
+                telemetry::stalled_check(
+                    self.store.queue_name(),
+                    &self.label,
+                    report.recovered.len() as u64,
+                    report.corrupted.len() as u64,
+                );
+                for id in &report.recovered {
+                    tracing::info!(job_id = %id, "stalled job moved back to wait");
+                    self.callbacks.stalled(id);
+                }
+                self.report_failed_by_store(&report.corrupted, &report.dropped);
+            }
+            Err(error) => self.callbacks.error(&WorkerError::Store(error)),
+        }
+    }
+
+    /// Stops the actor: the close has nothing left to wait for.
+    async fn stop(&mut self, myself: &ActorRef<WorkerMsg>) {
+        if let Some(lm) = self.lock_manager.take() {
+            lm.stop(None);
+        }
+        self.store.close().await;
+        let report = CloseReport {
+            left_for_stalled_recovery: std::mem::take(&mut self.left_behind),
+        };
+        for reply in self.close_replies.drain(..) {
+            let _ = reply.send(report.clone());
+        }
+        myself.stop(None);
+    }
+}
+
+/// A store call that has not answered after this long is treated as failed, so a connection
+/// that died silently cannot stall the worker forever (the call is retried).
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+async fn guarded<T>(
+    limit: Duration,
+    call: impl std::future::Future<Output = StoreResult<T>>,
+) -> StoreResult<T> {
+    match tokio::time::timeout(limit, call).await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::Timeout {
+            operation: "store call",
+            after: limit,
+        }),
     }
 }

@@ -57,11 +57,10 @@ if #marked > 0 then
           if stalledCount > maxStalled and not scheduled then
             rcall("HSET", jobKey, "defa", "job stalled more than allowable limit")
           end
-          local gated = wQueueGates()
-          rcall("RPUSH", K.wait, jobId)
-          if not gated then wSignalReady() end
-          wEvent("event", "waiting", "jobId", jobId, "prev", "active")
-          wEvent("event", "stalled", "jobId", jobId)
+          local gated = queueGates(wMeta(), K.active)
+          pushToWait(K.wait, K.marker, true, gated, jobId)
+          emit("waiting", "jobId", jobId, "prev", "active")
+          emit("stalled", "jobId", jobId)
           recovered[#recovered + 1] = jobId
         end
       end

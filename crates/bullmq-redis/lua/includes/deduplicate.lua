@@ -1,6 +1,6 @@
 --[[
   deduplicate.lua: BullMQ's `deduplication` option (opts `de`) at add time.
-  Needs emit_event.lua, remove_job_keys.lua, add_to_delayed.lua.
+  Needs scores.lua, events.lua, markers.lua, enqueue.lua, job_keys.lua.
 
   deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, maxEvents, timestamp, delay,
               incoming)
@@ -156,7 +156,9 @@ local function deduplicate(de, jobId, base, delayedKey, markerKey, eventsKey, ma
     "deduplicationId", deduplicationId, "deduplicatedJobId", jobId)
   if de["reschedule"] == true and rcall("ZSCORE", delayedKey, ownerId) then
     rcall("HSET", base .. ownerId, "delay", delay)
-    pushToDelayed(delayedKey, markerKey, eventsKey, maxEvents, timestamp, delay, ownerId)
+    local readyAt = readyAtOf(tonumber(timestamp), delay)
+    pushToDelayed(delayedKey, markerKey, readyAt, ownerId)
+    emitEvent(eventsKey, maxEvents, "delayed", "jobId", ownerId, "delay", readyAt)
   end
   return ownerId
 end

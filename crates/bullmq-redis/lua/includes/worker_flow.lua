@@ -21,25 +21,19 @@ local function wReleaseParent(parentQueueKey, parentKey, parentId, now)
   if delay > 0 then
     local readyAt = now + delay
     local delayedKey = parentQueueKey .. ":delayed"
+    -- Without a sequence (no lookup of the millisecond's bucket), as Node releases a parent.
     rcall("ZADD", delayedKey, readyAt * 0x1000, parentId)
     rcall("XADD", events, "*", "event", "delayed", "jobId", parentId, "delay", readyAt)
-    local head = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
-    if head[2] then rcall("ZADD", marker, math.floor(tonumber(head[2]) / 0x1000), "1") end
+    addDelayMarker(marker, delayedKey)
     return
   end
-  local meta = rcall("HMGET", parentQueueKey .. ":meta", "paused", "concurrency")
-  local gated = meta[1] ~= false
-  local concurrency = tonumber(meta[2])
-  if not gated and concurrency then
-    gated = rcall("LLEN", parentQueueKey .. ":active") >= concurrency
-  end
+  local gated = isPausedOrMaxed(parentQueueKey .. ":meta", parentQueueKey .. ":active")
   if priority > 0 then
-    local counter = wIncr(parentQueueKey .. ":pc")
-    rcall("ZADD", parentQueueKey .. ":prioritized", priority * 0x100000000 + counter % 0x100000000, parentId)
+    pushToPrioritized(parentQueueKey .. ":prioritized", parentQueueKey .. ":pc", marker, priority,
+      gated, parentId)
   else
-    rcall("RPUSH", parentQueueKey .. ":wait", parentId)
+    pushToWait(parentQueueKey .. ":wait", marker, true, gated, parentId)
   end
-  if not gated then rcall("ZADD", marker, 0, "0") end
   rcall("XADD", events, "*", "event", "waiting", "jobId", parentId, "prev", "waiting-children")
 end
 

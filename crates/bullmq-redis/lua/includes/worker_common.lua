@@ -1,5 +1,7 @@
 --[[
-  Shared helpers of the worker scripts (worker_*.lua).
+  Helpers of the worker scripts (worker_*.lua) that rely on their common KEYS layout. Needs
+  the shared includes: scores.lua, events.lua, gates.lua, markers.lua, enqueue.lua and
+  job_keys.lua.
 
   Every worker script receives the same KEYS layout, so the helpers can name keys by role:
     KEYS[1] wait            KEYS[2] active          KEYS[3] prioritized
@@ -80,7 +82,8 @@ end
 
 
 -- The queue's meta fields the worker scripts use, read with one HMGET on first use in a call.
--- Nothing in these scripts writes them, so one read serves the whole call.
+-- Nothing in these scripts writes them, so one read serves the whole call. `paused` and
+-- `concurrency` come first, so the reply is what queueGates (includes/gates.lua) takes.
 local wMetaFields = nil
 local function wMeta()
   if not wMetaFields then
@@ -90,47 +93,10 @@ local function wMeta()
   return wMetaFields
 end
 
--- The stream length cap other clients agreed on (meta `opts.maxLenEvents`, 10000 when unset,
--- and written back so every client sees the same value).
-local function wMaxEvents()
-  local configured = wMeta()[5]
-  if configured then return configured end
-  rcall("HSET", K.meta, "opts.maxLenEvents", 10000)
-  return 10000
-end
-
--- Appends an event (field/value pairs) to the events stream. The first event of a call also
--- trims the stream to about `opts.maxLenEvents` entries, as Node's XADD with MAXLEN ~ does: a
--- call adding no event adds nothing to trim, and a separate XTRIM per call costs Redis a
--- command dispatch every time.
-local wEventsCapped = false
-local function wEvent(...)
-  if wEventsCapped then return rcall("XADD", K.events, "*", ...) end
-  wEventsCapped = true
-  return rcall("XADD", K.events, "MAXLEN", "~", wMaxEvents(), "*", ...)
-end
-
--- Queue-level gates: paused flag, global concurrency, global rate limit (meta max/duration).
--- A meta value that is not a number is ignored (as if unset) rather than raising mid-script.
-local function wQueueGates()
-  local m = wMeta()
-  local blocked = m[1] ~= false
-  local room = nil
-  local concurrency = tonumber(m[2])
-  if not blocked and concurrency then
-    room = concurrency - rcall("LLEN", K.active)
-    if room <= 0 then blocked = true end
-  end
-  return blocked, room, tonumber(m[3]), tonumber(m[4])
-end
-
--- INCR that cannot raise: a counter another client overwrote with text starts again at 1.
-local function wIncr(key)
-  local n = redis.pcall("INCR", key)
-  if type(n) == "number" then return n end
-  rcall("SET", key, "1")
-  return 1
-end
+-- Appends an event to the queue's events stream (includes/events.lua): the first event of a
+-- call trims the stream to about `opts.maxLenEvents` entries, as Node's XADD with MAXLEN ~
+-- does, with the cap taken from the meta read above.
+local emit = eventEmitter(K.events, function() return maxEventsOrDefault(K.meta, wMeta()[5]) end)
 
 -- Fails a job whose hash is corrupted, on its own: into `failed` with `reason`, and a `failed`
 -- event (`prev` is the state it was taken from). The caller has taken it out of its list and
@@ -140,81 +106,17 @@ end
 local function wFailCorrupted(jobId, reason, nowText, prev)
   rcall("ZADD", K.failed, nowText, jobId)
   rcall("HSET", queueBase .. jobId, "failedReason", reason, "finishedOn", nowText)
-  wEvent("event", "failed", "jobId", jobId, "failedReason", reason, "prev", prev)
-end
-
--- Wakes one idle worker blocked on BZPOPMIN (score 0 = "something is ready now").
-local function wSignalReady()
-  rcall("ZADD", K.marker, "0", "0")
-end
-
--- Leaves a marker scored with the next delayed job's timestamp, so an idle worker wakes then.
-local function wNextDelayedAt()
-  local head = rcall("ZRANGE", K.delayed, 0, 0, "WITHSCORES")
-  if head[2] then return math.floor(tonumber(head[2]) / 0x1000) end
-  return nil
-end
-
-local function wSignalDelayed()
-  local at = wNextDelayedAt()
-  if at then rcall("ZADD", K.marker, at, "1") end
-end
-
--- Priority score: priority in the high 32 bits, the queue's `pc` counter below for FIFO order.
-local function wPriorityScore(priority)
-  local counter = wIncr(K.pc)
-  return priority * 0x100000000 + counter % 0x100000000
-end
-
--- Delayed score: ready time in ms shifted 12 bits, plus a sequence so jobs due in the same
--- millisecond keep their order (up to 4096 of them).
-local function wDelayedScore(readyAt)
-  local lowest = readyAt * 0x1000
-  local highest = (readyAt + 1) * 0x1000 - 1
-  local last = rcall("ZREVRANGEBYSCORE", K.delayed, highest, lowest, "WITHSCORES", "LIMIT", 0, 1)
-  if last[2] then
-    local score = tonumber(last[2])
-    if score >= highest then return highest end
-    return score + 1
-  end
-  return lowest
+  emit("failed", "jobId", jobId, "failedReason", reason, "prev", prev)
 end
 
 -- Puts a job id back in the ready structures: prioritized zset when it has a priority, else the
--- wait list with `push` ("LPUSH" = FIFO, "RPUSH" = front of the line / LIFO).
-local function wEnqueueReady(jobId, push, gated)
+-- wait list (`lifo`: at the front of the line). `blocked` is queueGates' verdict.
+local function wEnqueueReady(jobId, lifo, blocked)
   local priority = tonumber(rcall("HGET", queueBase .. jobId, "priority")) or 0
   if priority > 0 then
-    rcall("ZADD", K.prioritized, wPriorityScore(priority), jobId)
+    pushToPrioritized(K.prioritized, K.pc, K.marker, priority, blocked, jobId)
   else
-    rcall(push, K.wait, jobId)
-  end
-  if not gated then wSignalReady() end
-end
-
--- Deletes a job hash and its satellite keys.
-local function wDeleteJob(jobId)
-  local jobKey = queueBase .. jobId
-  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies", jobKey .. ":processed",
-        jobKey .. ":failed", jobKey .. ":unsuccessful")
-end
-
--- Deletes the hashes and satellite keys of the jobs `jobIds`, in as few DELs as unpack allows.
-local function wDeleteJobs(jobIds)
-  local keys = {}
-  for i, jobId in ipairs(jobIds) do
-    local jobKey = queueBase .. jobId
-    local n = #keys
-    keys[n + 1] = jobKey
-    keys[n + 2] = jobKey .. ":logs"
-    keys[n + 3] = jobKey .. ":dependencies"
-    keys[n + 4] = jobKey .. ":processed"
-    keys[n + 5] = jobKey .. ":failed"
-    keys[n + 6] = jobKey .. ":unsuccessful"
-    if n + 6 >= 4800 or i == #jobIds then
-      rcall("DEL", unpack(keys))
-      keys = {}
-    end
+    pushToWait(K.wait, K.marker, lifo, blocked, jobId)
   end
 end
 
@@ -230,12 +132,13 @@ local function wPromoteDelayed(now, gated)
     local jobKey = queueBase .. jobId
     local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
     if priority > 0 then
-      rcall("ZADD", K.prioritized, wPriorityScore(priority), jobId)
+      rcall("ZADD", K.prioritized, priorityScore(priority, K.pc), jobId)
     else
       rcall("LPUSH", K.wait, jobId)
     end
-    wEvent("event", "waiting", "jobId", jobId, "prev", "delayed")
+    emit("waiting", "jobId", jobId, "prev", "delayed")
     rcall("HSET", jobKey, "delay", 0)
   end
-  if not gated then wSignalReady() end
+  -- One marker for all of them.
+  addBaseMarker(K.marker, gated)
 end

@@ -5,7 +5,9 @@
   ARGV: 1 max jobs to delete in this call, 2 "1" to proceed even with active jobs
   Returns 0 when the queue is gone, 1 when more remains (call again), -1 when the queue is not
   paused, -2 when jobs are active and force was not given.
-  Active jobs lose their locks: a worker still processing one finds its lock gone.
+  Active jobs lose their locks: a worker still processing one finds its lock gone. (Only
+  active jobs hold a `:lock`, and removeJobKeys leaves it, so it is deleted here, as Node's
+  obliterate does.)
 ]]
 local rcall = redis.call
 local metaKey, base = KEYS[1], KEYS[2]
@@ -27,8 +29,17 @@ local function purgeIds(ids)
   budget = budget - #ids
 end
 
-local function obliterateList(key)
+local function obliterateList(key, withLocks)
   local ids = rcall("LRANGE", key, 0, budget - 1)
+  if withLocks then
+    forEachBatch(ids, 5000, function(from, to)
+      local locks = {}
+      for i = from, to do
+        locks[#locks + 1] = base .. ids[i] .. ":lock"
+      end
+      rcall("DEL", unpack(locks))
+    end)
+  end
   purgeIds(ids)
   rcall("LTRIM", key, #ids, -1)
 end
@@ -40,7 +51,7 @@ local function obliterateZset(key)
 end
 
 local steps = {
-  function() obliterateList(activeKey) end,
+  function() obliterateList(activeKey, true) end,
   function() obliterateZset(base .. "delayed") end,
   function()
     local schedulers = rcall("ZRANGE", base .. "repeat", 0, budget - 1)

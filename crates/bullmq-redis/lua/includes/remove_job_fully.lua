@@ -1,6 +1,6 @@
 --[[
   remove_job_fully.lua: removing a job and everything that points at it.
-  Needs max_events.lua, emit_event.lua, paused.lua, add_to_wait.lua, remove_job_keys.lua.
+  Needs scores.lua, events.lua, gates.lua, markers.lua, enqueue.lua, job_keys.lua.
 
   splitJobKey(jobKey) -> jobId, queueBase
     "bull:q:42" -> "42", "bull:q:".

@@ -1,8 +1,7 @@
 --[[
   add_job_core.lua: storing new jobs and queueing them, shared by add_job.lua and
   add_jobs_bulk.lua so a bulk add leaves exactly the state of the same adds made one by one.
-  Needs max_events, emit_event, paused, add_to_wait, add_to_delayed, remove_job_keys,
-  deduplicate.
+  Needs scores, events, gates, markers, enqueue, job_keys, deduplicate.
 
   A batch of adds shares one context, so what cannot change between two adds of one script
   call is read or written once per call instead of once per job:
@@ -141,7 +140,9 @@ local function addJob(ctx, customId, name, data, optsJson, opts, timestamp, pare
   rcall("XADD", keys.events, "*", "event", "added", "jobId", jobId, "name", name)
 
   if delay > 0 then
-    pushToDelayed(keys.delayed, keys.marker, keys.events, maxEvents, timestamp, delay, jobId)
+    local readyAt = readyAtOf(tonumber(timestamp), delay)
+    pushToDelayed(keys.delayed, keys.marker, readyAt, jobId)
+    emitEvent(keys.events, maxEvents, "delayed", "jobId", jobId, "delay", readyAt)
   else
     local pausedOrMaxed = batchPausedOrMaxed(ctx)
     if priority > 0 then

@@ -7,7 +7,7 @@
 local function wTrimByCount(setKey, count)
   local excess = rcall("ZREVRANGE", setKey, count, "-1")
   if #excess > 0 then
-    wDeleteJobs(excess)
+    removeJobKeysOf(queueBase, excess)
     rcall("ZREMRANGEBYRANK", setKey, "0", -(count + 1))
   end
 end
@@ -16,7 +16,7 @@ end
 local function wTrimByAge(setKey, now, ageSecs, limit)
   local cutoff = now - ageSecs * 1000
   local old = rcall("ZREVRANGEBYSCORE", setKey, cutoff, "-inf", "LIMIT", 0, limit)
-  wDeleteJobs(old)
+  removeJobKeysOf(queueBase, old)
   for first = 1, #old, 5000 do
     rcall("ZREM", setKey, unpack(old, first, math.min(first + 4999, #old)))
   end

@@ -210,34 +210,32 @@ local function finish(at, spec)
         if keepCount > 0 then wTrimByCount(setKey, keepCount) end
       end
     else
-      wDeleteJob(jobId)
+      removeJobKeys(jobKey)
     end
-    wEvent("event", kind, "jobId", jobId, field, value, "prev", "active")
+    emit(kind, "jobId", jobId, field, value, "prev", "active")
     if not completed and attemptsMade >= (spec.number or 0) then
-      wEvent("event", "retries-exhausted", "jobId", jobId,
-            "attemptsMade", attemptsMade)
+      emit("retries-exhausted", "jobId", jobId, "attemptsMade", attemptsMade)
     end
     if metricsMax > 0 then
       if completed then completedCount = completedCount + 1 else failedCount = failedCount + 1 end
     end
   elseif kind == "retry" then
     saveFailure(jobKey, value, stacktrace)
-    local gated = wQueueGates()
-    wEnqueueReady(jobId, flags.l and "RPUSH" or "LPUSH", gated)
+    local gated = queueGates(wMeta(), K.active)
+    wEnqueueReady(jobId, flags.l, gated)
     rcall("HSET", jobKey, "atm", atm)
-    wEvent("event", "waiting", "jobId", jobId, "prev", "active")
+    emit("waiting", "jobId", jobId, "prev", "active")
   elseif kind == "delay" then
     saveFailure(jobKey, value, stacktrace)
     local delay = spec.number or 0
-    local readyAt = now + math.max(delay, 0)
+    local readyAt = readyAtOf(now, delay)
     if atm then
       rcall("HSET", jobKey, "delay", delay, "atm", atm)
     else
       rcall("HSET", jobKey, "delay", delay)
     end
-    rcall("ZADD", K.delayed, wDelayedScore(readyAt), jobId)
-    wEvent("event", "delayed", "jobId", jobId, "delay", readyAt)
-    wSignalDelayed()
+    pushToDelayed(K.delayed, K.marker, readyAt, jobId)
+    emit("delayed", "jobId", jobId, "delay", readyAt)
   else
     -- "limit": same effect as a Node worker's rateLimit(ttl): the limiter counter is
     -- saturated for ttl.
@@ -247,11 +245,10 @@ local function finish(at, spec)
       -- Counter 0 puts it ahead of every job of the same priority.
       rcall("ZADD", K.prioritized, priority * 0x100000000, jobId)
     else
-      local gated = wQueueGates()
-      rcall("RPUSH", K.wait, jobId)
-      if not gated then wSignalReady() end
+      local gated = queueGates(wMeta(), K.active)
+      pushToWait(K.wait, K.marker, true, gated, jobId)
     end
-    wEvent("event", "waiting", "jobId", jobId, "prev", "active")
+    emit("waiting", "jobId", jobId, "prev", "active")
   end
   return 0
 end
@@ -296,7 +293,7 @@ if finishedAny and #fetched[1] == 0
   and (not looked or (fetched[2] == 0 and fetched[3] == 0 and fetched[4] == 0))
   and rcall("LLEN", K.wait) == 0 and rcall("LLEN", K.active) == 0
   and rcall("ZCARD", K.prioritized) == 0 then
-  wEvent("event", "drained")
+  emit("drained")
 end
 
 return { codes, fetched }

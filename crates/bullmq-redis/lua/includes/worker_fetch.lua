@@ -138,7 +138,9 @@ local function wFetch(f)
   -- 13-digit timestamps: format the per-call constants once, as integers.
   local nowText = string.format("%d", now)
   local lockTtl = string.format("%d", f.lockDuration)
-  local gated, room, metaMax, metaDuration = wQueueGates()
+  local meta = wMeta()
+  local gated, room = queueGates(meta, K.active)
+  local metaMax, metaDuration = tonumber(meta[3]), tonumber(meta[4])
   wPromoteDelayed(now, gated)
 
   local maxJobs = metaMax
@@ -172,7 +174,7 @@ local function wFetch(f)
       -- A deferred failure (`defa`) is failed right away by the worker and does not count
       -- against the rate limit.
       if rcall("HEXISTS", queueBase .. jobId, "defa") == 0 then
-        if wIncr(K.limiter) == 1 then
+        if incrCounter(K.limiter) == 1 then
           rcall("PEXPIRE", K.limiter, math.floor(math.abs(window)))
         end
       end
@@ -250,7 +252,7 @@ local function wFetch(f)
       local n = #jobs + 1
       local token = tokenPrefix .. string.format("%d", tokenSeq + n - 1)
       rcall("SET", jobKey .. ":lock", token, "PX", lockTtl)
-      wEvent("event", "active", "jobId", jobId, "prev", "waiting")
+      emit("active", "jobId", jobId, "prev", "waiting")
       ats = string.format("%d", started + 1)
       if name then
         rcall("HSET", jobKey, "processedOn", nowText, "ats", ats, "pb", name)
@@ -290,8 +292,8 @@ local function wFetch(f)
     if not waitLeft and prioritizedLeft == nil then
       prioritizedLeft = rcall("ZCARD", K.prioritized) > 0
     end
-    if waitLeft or prioritizedLeft then wSignalReady() end
+    if waitLeft or prioritizedLeft then addBaseMarker(K.marker, false) end
   end
   if #jobs > 0 then return { jobs, limitedTtl, 0, 0, hashes, failed, dropped } end
-  return { jobs, 0, wNextDelayedAt() or 0, 0, {}, failed, dropped }
+  return { jobs, 0, math.floor(nextDelayedAt(K.delayed) or 0), 0, {}, failed, dropped }
 end

@@ -113,23 +113,19 @@ local function wRequeueDeduplicated(deduplicationId, deduplicationKey, now, nowT
   else
     rcall("SET", deduplicationKey, jobId)
   end
-  wEvent("event", "added", "jobId", jobId, "name", type(name) == "string" and name or "")
+  emit("added", "jobId", jobId, "name", type(name) == "string" and name or "")
   if delay ~= 0 then
-    local readyAt = now + math.max(delay, 0)
-    rcall("ZADD", K.delayed, wDelayedScore(readyAt), jobId)
-    wEvent("event", "delayed", "jobId", jobId, "delay", readyAt)
-    wSignalDelayed()
+    local readyAt = readyAtOf(now, delay)
+    pushToDelayed(K.delayed, K.marker, readyAt, jobId)
+    emit("delayed", "jobId", jobId, "delay", readyAt)
   else
-    local gated = wQueueGates()
+    local gated = queueGates(wMeta(), K.active)
     if priority > 0 then
-      rcall("ZADD", K.prioritized, wPriorityScore(priority), jobId)
-    elseif wPresent(opts["lifo"]) == true then
-      rcall("RPUSH", K.wait, jobId)
+      pushToPrioritized(K.prioritized, K.pc, K.marker, priority, gated, jobId)
     else
-      rcall("LPUSH", K.wait, jobId)
+      pushToWait(K.wait, K.marker, wPresent(opts["lifo"]) == true, gated, jobId)
     end
-    if not gated then wSignalReady() end
-    wEvent("event", "waiting", "jobId", jobId)
+    emit("waiting", "jobId", jobId)
   end
   if type(parentDependenciesKey) == "string" then
     redis.pcall("SADD", parentDependenciesKey, jobKey)
