@@ -29,6 +29,11 @@ pub mod metrics;
 pub mod queue;
 pub mod worker;
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
+#[cfg(feature = "memory")]
+pub mod memory;
+
 use std::sync::Arc;
 
 pub use backend::{Backend, WorkerStoreOptions};
