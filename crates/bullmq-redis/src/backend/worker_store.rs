@@ -20,7 +20,7 @@ use crate::{ConnectionConfig, Connections};
 /// A [`WorkerStore`] on Redis: one command connection and one blocking connection (named so Node's
 /// `queue.getWorkers()` lists it).
 ///
-/// Clones share the connections. They close on [`Store::close`] or, failing that, when the
+/// Clones share the connections. They close on [`WorkerStore::close`] or, failing that, when the
 /// last clone is dropped (a Worker killed or crashed without `post_stop` still releases them).
 #[derive(Clone)]
 pub struct RedisWorkerStore {
