@@ -80,7 +80,7 @@ pub enum WorkerError {
     Store(#[from] StoreError),
     /// The actor could not be spawned.
     #[error("could not spawn the worker actor: {0}")]
-    Spawn(String),
+    Spawn(#[source] ractor::SpawnErr),
     /// The worker has stopped (or is stopping) and cannot take the request.
     #[error("the worker is not running")]
     NotRunning,

@@ -351,7 +351,7 @@ impl Worker {
         args.options.validate()?;
         let (actor, join) = Actor::spawn(None, Worker, args)
             .await
-            .map_err(|e| WorkerError::Spawn(e.to_string()))?;
+            .map_err(WorkerError::Spawn)?;
         Ok(super::WorkerHandle::new(actor, join))
     }
 }
