@@ -98,9 +98,9 @@ impl ParentLink {
     }
 }
 
-/// What adding one job did.
+/// What adding one job did. Exhaustive on purpose: a new outcome must be handled by every
+/// caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum AddResult {
     /// The job id: the new job's, or the existing job's when the custom id was taken
     /// (`duplicated` event) or the job was deduplicated (`deduplicated` event).

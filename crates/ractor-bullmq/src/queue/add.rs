@@ -9,7 +9,7 @@ use bullmq_protocol::job_record::{JobRecord, ParentInfo};
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::{Backoff, Deduplication, JobOptions, KeepJobs, ParentRef};
 use bullmq_protocol::validation::validate_job_at;
-use bullmq_redis::queue::{AddResult, NewJob, ParentLink};
+use bullmq_backend::{AddResult, NewJob, ParentLink};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -52,13 +52,6 @@ impl PreparedRecord {
             AddResult::ParentMissing { parent_key } => {
                 Err(QueueError::ParentNotFound { parent_key })
             }
-            // A reply variant added to the Redis layer later must not be mistaken for success.
-            other => Err(QueueError::Redis(
-                bullmq_redis::RedisError::UnexpectedReply {
-                    script: "add_job",
-                    detail: format!("{other:?}"),
-                },
-            )),
         }
     }
 }
