@@ -14,6 +14,7 @@ use bullmq_protocol::keys::QueueKeys;
 use fred::prelude::{Client, EventInterface};
 use tokio::sync::broadcast;
 
+use super::RedisQueueStore;
 use crate::worker::{self as calls, WorkerKeys};
 use crate::{ConnectionConfig, Connections};
 
@@ -33,6 +34,9 @@ pub struct RedisWorkerStore {
     /// Next lock-token sequence number: each fetch reserves as many as it asks jobs for, so
     /// tokens `{prefix}:{n}` stay unique per worker whichever call hands them out.
     token_seq: Arc<AtomicU64>,
+    /// A running job's progress, log and data updates: the queue store's, on the command
+    /// connection.
+    updates: RedisQueueStore,
 }
 
 impl std::fmt::Debug for RedisWorkerStore {
@@ -81,6 +85,7 @@ impl RedisWorkerStore {
                 vec![blocking.clone()],
             )),
             changes,
+            updates: RedisQueueStore::with_client(client.clone(), keys.clone()),
             client,
             blocking,
             keys: WorkerKeys::new(keys),
@@ -224,8 +229,7 @@ impl JobUpdates for RedisWorkerStore {
         job_id: &str,
         progress: &serde_json::Value,
     ) -> BackendResult<bool> {
-        let text = progress.to_string();
-        Ok(crate::queue::update_progress(&self.client, self.keys.queue(), job_id, &text).await?)
+        self.updates.update_progress(job_id, progress).await
     }
 
     async fn add_log(
@@ -234,11 +238,10 @@ impl JobUpdates for RedisWorkerStore {
         line: &str,
         keep_logs: Option<u64>,
     ) -> BackendResult<Option<u64>> {
-        Ok(crate::queue::add_log(&self.client, self.keys.queue(), job_id, line, keep_logs).await?)
+        self.updates.add_log(job_id, line, keep_logs).await
     }
 
     async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
-        let text = data.to_string();
-        Ok(crate::queue::update_data(&self.client, self.keys.queue(), job_id, &text).await?)
+        self.updates.update_data(job_id, data).await
     }
 }

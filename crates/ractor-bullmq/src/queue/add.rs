@@ -5,11 +5,11 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bullmq_backend::{AddResult, NewJob, ParentLink};
 use bullmq_protocol::job_record::{JobRecord, ParentInfo};
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::{Backoff, Deduplication, JobOptions, KeepJobs, ParentRef};
 use bullmq_protocol::validation::validate_job_at;
-use bullmq_backend::{AddResult, NewJob, ParentLink};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 

@@ -31,7 +31,7 @@ use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::JobOptions;
 use bullmq_protocol::state::JobState;
 use bullmq_redis::fred::prelude::Client;
-use bullmq_redis::{RedisBackend, RedisQueueStore};
+use bullmq_redis::RedisQueueStore;
 use serde::Serialize;
 use tracing::Instrument;
 
@@ -144,11 +144,6 @@ impl Queue {
                 options,
             }),
         })
-    }
-
-    /// A backend for the Redis server of `options.connection` (what [`Queue::new`] uses).
-    pub fn redis_backend(options: &QueueOptions) -> RedisBackend {
-        RedisBackend::new(options.connection.clone())
     }
 
     /// The queue name.
