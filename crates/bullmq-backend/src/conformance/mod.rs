@@ -11,11 +11,16 @@
 //! and compares them step by step (the Redis backend's tests compare the memory backend with
 //! it).
 //!
-//! A backend's test file runs them all with [`conformance_tests!`](crate::conformance_tests):
+//! A backend's test file runs them all with [`conformance_tests!`](crate::conformance_tests),
+//! which expands to one `#[tokio::test]` per case (the file needs tokio as a dev-dependency).
+//! The memory backend's, `tests/conformance_memory.rs`, compiled and run by this crate's tests,
+//! is this whole file:
 //!
-//! ```ignore
+//! ```text
 //! use std::sync::Arc;
+//!
 //! use bullmq_backend::memory::MemoryBackend;
+//!
 //! bullmq_backend::conformance_tests!(async { Arc::new(MemoryBackend::new()) });
 //! ```
 
