@@ -1,7 +1,9 @@
 //! BullMQ-compatible job queues for Rust, with workers supervised as `ractor` actors.
 //!
 //! Jobs live in Redis in exactly the layout Node BullMQ 6.7.0 uses, so Node producers can feed
-//! Rust workers and the other way round.
+//! Rust workers and the other way round. Everything that touches storage goes through the
+//! backend seam of [`bullmq_backend`], so the same Queue, Worker, QueueEvents and Runtime also
+//! run on its in-memory backend (feature `memory` of that crate), e.g. in tests.
 
 pub mod error;
 pub mod events;

@@ -1,8 +1,9 @@
 //! The producer and admin side of a queue: [`Queue`].
 //!
-//! A `Queue` is a cheap-to-clone handle on one Redis connection. Adding a job is one script
-//! call that validates nothing itself: options are checked here first
-//! ([`bullmq_protocol::validation`]) so invalid input never reaches Redis.
+//! A `Queue` is a cheap-to-clone handle on one backend store ([`QueueStore`]): one Redis
+//! connection for [`Queue::new`], any backend for [`Queue::with_backend`]. Adding a job is one
+//! store call (one script on Redis) that validates nothing itself: options are checked here
+//! first ([`bullmq_protocol::validation`]) so invalid input never reaches the store.
 //!
 //! ```no_run
 //! use ractor_bullmq::{Queue, QueueOptions};
@@ -86,9 +87,9 @@ impl Queue {
     pub async fn new(name: impl Into<String>, options: QueueOptions) -> Result<Self> {
         let name = name.into();
         let keys = QueueKeys::new(options.prefix.clone(), name.clone());
-        let store = RedisQueueStore::connect(&options.connection, keys).await?;
+        let store = RedisQueueStore::connect(&options.connection, keys.clone()).await?;
         let redis = Some(store.client().clone());
-        Self::open(name, Arc::new(store), redis, options).await
+        Self::open(name, keys, Arc::new(store), redis, options).await
     }
 
     /// Opens queue `name` on `backend` (the prefix comes from `options`; its `connection` is
@@ -105,7 +106,7 @@ impl Queue {
         let name = name.into();
         let keys = QueueKeys::new(options.prefix.clone(), name.clone());
         let store = backend.queue_store(&keys).await?;
-        Self::open(name, store, None, options).await
+        Self::open(name, keys, store, None, options).await
     }
 
     /// Opens queue `name` on an existing Redis client (shared, not closed by
@@ -121,17 +122,17 @@ impl Queue {
     ) -> Result<Self> {
         let name = name.into();
         let keys = QueueKeys::new(options.prefix.clone(), name.clone());
-        let store = RedisQueueStore::with_client(client.clone(), keys);
-        Self::open(name, Arc::new(store), Some(client), options).await
+        let store = RedisQueueStore::with_client(client.clone(), keys.clone());
+        Self::open(name, keys, Arc::new(store), Some(client), options).await
     }
 
     async fn open(
         name: String,
+        keys: QueueKeys,
         store: Arc<dyn QueueStore>,
         redis: Option<Client>,
         options: QueueOptions,
     ) -> Result<Self> {
-        let keys = QueueKeys::new(options.prefix.clone(), name.clone());
         if !options.skip_meta_update {
             store.set_meta(options.max_len_events).await?;
         }
