@@ -8,7 +8,8 @@
 //! | [`Producer`] | add one job, add many atomically | `Queue::add`, `add_bulk` |
 //! | [`QueueAdmin`] | counts, ranges, state, jobs, logs, meta, pause, drain, clean, obliterate, remove, metrics | `Queue` getters and admin, `wait_until_finished`, the autoscaler |
 //! | [`JobUpdates`] | progress, log, data of one job | `Queue`, a running job's context |
-//! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work | the Worker and its LockManager |
+//! | [`JobSchedulers`] | upsert, next iteration, read, count, remove job schedulers | `Queue` scheduler API, the CLI |
+//! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work, next scheduler iteration | the Worker and its LockManager |
 //! | [`EventStream`] / [`EventPublisher`] | read the event log from a cursor, publish | QueueEvents, QueueEventsProducer |
 //! | [`Backend`] | opens all of the above for a queue | `Runtime`, `WorkerSpec`, `Queue::with_backend` |
 //!
@@ -27,6 +28,7 @@ mod error;
 pub mod events;
 pub mod metrics;
 pub mod queue;
+pub mod schedulers;
 pub mod worker;
 
 #[cfg(feature = "conformance")]
@@ -45,6 +47,7 @@ pub use queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,
     RemoveOutcome,
 };
+pub use schedulers::{JobSchedulers, NextIteration, UpsertOutcome};
 pub use worker::{
     CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
     JobUpdates, Receipt, Retention, StalledReport, WorkerStore,

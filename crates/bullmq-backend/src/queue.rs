@@ -9,6 +9,7 @@ use bullmq_protocol::JobRecord;
 
 use crate::error::BackendResult;
 use crate::metrics::{Metrics, MetricsKind};
+use crate::schedulers::JobSchedulers;
 use crate::worker::JobUpdates;
 
 /// A job to add, with its payload and options already encoded as JSON.
@@ -246,7 +247,7 @@ pub trait QueueAdmin: Send + Sync + 'static {
 /// Everything a `Queue` handle needs: [`Producer`], [`QueueAdmin`] and [`JobUpdates`] on one
 /// queue, plus closing.
 #[async_trait]
-pub trait QueueStore: Producer + QueueAdmin + JobUpdates {
+pub trait QueueStore: Producer + QueueAdmin + JobUpdates + JobSchedulers {
     /// The queue's name.
     fn queue_name(&self) -> &str;
 

@@ -4,10 +4,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bullmq_protocol::scheduler::NextIterationPlan;
 use bullmq_protocol::JobRecord;
 use tokio::sync::broadcast;
 
 use crate::error::{BackendError, BackendResult};
+use crate::schedulers::NextIteration;
 use crate::ConnectionChange;
 
 /// What a worker asks for when it fetches jobs.
@@ -430,6 +432,14 @@ pub trait WorkerStore: JobUpdates {
     /// stops, and again (from a spawned task) when its state is dropped without `post_stop`.
     async fn close(&self);
 
+    /// Creates the iteration that follows a job scheduler's started iteration (see
+    /// [`JobSchedulers::create_next_iteration`](crate::JobSchedulers::create_next_iteration)).
+    /// The Worker calls it when it starts a job that has a `rjk`, as Node's Worker does.
+    async fn schedule_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> BackendResult<NextIteration>;
+
     /// Moves one active job to `delayed` for `delay` without counting an attempt (Node's
     /// `job.moveToDelayed`); a one-item [`WorkerStore::finish_batch`].
     async fn move_to_delayed(
@@ -530,6 +540,13 @@ impl<T: WorkerStore + ?Sized> WorkerStore for std::sync::Arc<T> {
 
     async fn close(&self) {
         (**self).close().await;
+    }
+
+    async fn schedule_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> BackendResult<NextIteration> {
+        (**self).schedule_next_iteration(plan).await
     }
 
     async fn move_to_delayed(

@@ -38,6 +38,7 @@ pub mod job_record;
 pub mod keys;
 mod lenient;
 pub mod options;
+pub mod scheduler;
 pub mod score;
 pub mod state;
 pub mod validation;

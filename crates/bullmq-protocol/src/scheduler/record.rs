@@ -1,0 +1,240 @@
+//! A job scheduler as stored: the `repeat:{id}` hash and its score in the `repeat` zset, read
+//! back as Node's `JobSchedulerJson`.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::options::JobOptions;
+
+/// Fields of the `repeat:{id}` hash.
+pub mod field {
+    /// Job name of every iteration.
+    pub const NAME: &str = "name";
+    /// IANA time zone of the pattern.
+    pub const TZ: &str = "tz";
+    /// Maximum number of iterations.
+    pub const LIMIT: &str = "limit";
+    /// Cron pattern.
+    pub const PATTERN: &str = "pattern";
+    /// First allowed run, ms.
+    pub const START_DATE: &str = "startDate";
+    /// Last allowed run, ms.
+    pub const END_DATE: &str = "endDate";
+    /// Interval, ms.
+    pub const EVERY: &str = "every";
+    /// Offset of the `every` grid, ms.
+    pub const OFFSET: &str = "offset";
+    /// Template job options (JSON, short keys), absent when empty.
+    pub const OPTS: &str = "opts";
+    /// Template job data (JSON), absent when `{}`.
+    pub const DATA: &str = "data";
+    /// Iteration count: iterations created so far.
+    pub const ITERATION_COUNT: &str = "ic";
+}
+
+/// The job template of a scheduler: what every iteration is created with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TemplateRecord {
+    /// Data of every iteration (`None` when the hash holds no `data`: `{}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Options of every iteration (`None` when the hash holds no `opts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opts: Option<JobOptions>,
+}
+
+/// A job scheduler read back (Node's `JobSchedulerJson`): serialises with Node's field names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct JobSchedulerRecord {
+    /// Scheduler id.
+    pub key: String,
+    /// Job name of every iteration.
+    pub name: String,
+    /// Next run, ms since the Unix epoch (the `repeat` zset score).
+    pub next: Option<u64>,
+    /// Iterations created so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration_count: Option<u64>,
+    /// Maximum number of iterations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// First allowed run, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_date: Option<u64>,
+    /// Last allowed run, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_date: Option<u64>,
+    /// IANA time zone of the pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+    /// Cron pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Interval, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every: Option<u64>,
+    /// Offset of the `every` grid, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Template of every iteration (absent when the hash holds neither data nor opts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<TemplateRecord>,
+}
+
+/// Why a scheduler hash could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchedulerDecodeError {
+    /// A field holds something that is not what Node writes there.
+    #[error("job scheduler {id}: field `{field}` is not {expected}: {value:?}")]
+    Field {
+        /// Scheduler id.
+        id: String,
+        /// Field name.
+        field: &'static str,
+        /// What it should hold.
+        expected: &'static str,
+        /// What it holds.
+        value: String,
+    },
+}
+
+impl JobSchedulerRecord {
+    /// Reads the `repeat:{id}` hash `fields` with its zset score `next`; `None` when the hash
+    /// is empty (a scheduler whose hash is gone, which Node's getters remove).
+    ///
+    /// Numbers are read as Node's `parseInt` would read what Node writes (integers; a float's
+    /// fraction is dropped, since Lua may format a number as `1.5e+12`).
+    ///
+    /// # Errors
+    ///
+    /// [`SchedulerDecodeError`] naming the field when a number, `data` or `opts` is unreadable.
+    pub fn decode(
+        id: &str,
+        fields: &HashMap<String, String>,
+        next: Option<u64>,
+    ) -> Result<Option<Self>, SchedulerDecodeError> {
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let text = |name: &str| fields.get(name).filter(|v| !v.is_empty()).cloned();
+        let number = |name: &'static str| -> Result<Option<u64>, SchedulerDecodeError> {
+            match fields.get(name).filter(|v| !v.is_empty()) {
+                None => Ok(None),
+                Some(raw) => parse_number(raw)
+                    .map(Some)
+                    .ok_or_else(|| field_error(id, name, "a non-negative number", raw.to_owned())),
+            }
+        };
+        let data = match text(field::DATA) {
+            None => None,
+            Some(raw) => Some(
+                serde_json::from_str::<Value>(&raw)
+                    .map_err(|_| field_error(id, field::DATA, "JSON", raw))?,
+            ),
+        };
+        let opts =
+            match text(field::OPTS) {
+                None => None,
+                Some(raw) => Some(JobOptions::from_json(&raw).map_err(|_| {
+                    field_error(id, field::OPTS, "a JSON object of job options", raw)
+                })?),
+            };
+        let template = (data.is_some() || opts.is_some()).then_some(TemplateRecord { data, opts });
+        Ok(Some(Self {
+            key: id.to_owned(),
+            name: text(field::NAME).unwrap_or_default(),
+            next,
+            iteration_count: number(field::ITERATION_COUNT)?,
+            limit: number(field::LIMIT)?,
+            start_date: number(field::START_DATE)?,
+            end_date: number(field::END_DATE)?,
+            tz: text(field::TZ),
+            pattern: text(field::PATTERN),
+            every: number(field::EVERY)?,
+            offset: number(field::OFFSET)?,
+            template,
+        }))
+    }
+}
+
+fn field_error(
+    id: &str,
+    field: &'static str,
+    expected: &'static str,
+    value: String,
+) -> SchedulerDecodeError {
+    SchedulerDecodeError::Field {
+        id: id.to_owned(),
+        field,
+        expected,
+        value,
+    }
+}
+
+/// A stored number: an integer, or a finite non-negative float (Lua's formatting) truncated.
+pub(crate) fn parse_number(raw: &str) -> Option<u64> {
+    if let Ok(n) = raw.parse::<u64>() {
+        return Some(n);
+    }
+    let f: f64 = raw.parse().ok()?;
+    // Truncation is intended: Node reads these with parseInt.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    (f.is_finite() && f >= 0.0 && f < 1.8e19).then_some(f as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn reads_what_node_writes_for_an_every_scheduler() {
+        // As Node 6.7.0 stored `upsertJobScheduler('ev', {every: 1000}, {name: 'tick',
+        // data: {a: 1}, opts: {attempts: 3, removeOnComplete: 5}})`.
+        let fields = hash(&[
+            ("name", "tick"),
+            ("every", "1000"),
+            ("offset", "904"),
+            ("opts", r#"{"removeOnComplete":5,"attempts":3}"#),
+            ("data", r#"{"a":1}"#),
+            ("ic", "1"),
+        ]);
+        let record = JobSchedulerRecord::decode("ev", &fields, Some(1_796_139_681_904))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&record).unwrap(),
+            serde_json::json!({"key":"ev","name":"tick","next":1_796_139_681_904_u64,
+                "iterationCount":1,"every":1000,"offset":904,
+                "template":{"data":{"a":1},"opts":{"removeOnComplete":5,"attempts":3}}})
+        );
+    }
+
+    #[test]
+    fn an_empty_hash_is_no_scheduler() {
+        assert_eq!(
+            JobSchedulerRecord::decode("x", &HashMap::new(), Some(1)),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn an_unreadable_field_is_named() {
+        let fields = hash(&[("name", "n"), ("every", "soon")]);
+        let err = JobSchedulerRecord::decode("x", &fields, None).unwrap_err();
+        assert!(err.to_string().contains("`every`"), "{err}");
+        assert_eq!(parse_number("1.5e+3"), Some(1500));
+    }
+}
