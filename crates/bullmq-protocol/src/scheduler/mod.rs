@@ -16,5 +16,8 @@ pub use plan::{
     validate_upsert, NextIterationPlan, SchedulerError, SchedulerFields, SchedulerTemplate,
     UpsertPlan,
 };
-pub use record::{field, JobSchedulerRecord, SchedulerDecodeError, TemplateRecord};
+pub use record::{
+    field, parse_score, JobSchedulerRecord, LegacyRepeatableJob, SchedulerDecodeError,
+    TemplateRecord,
+};
 pub use repeat::Repeat;

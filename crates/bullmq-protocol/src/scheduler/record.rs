@@ -177,8 +177,19 @@ fn field_error(
     }
 }
 
-/// A stored number: an integer, or a finite non-negative float (Lua's formatting) truncated.
-pub(crate) fn parse_number(raw: &str) -> Option<u64> {
+/// A stored number (a hash field, a zset score): an integer, or a finite non-negative float
+/// (Lua's or Redis' formatting) truncated.
+pub fn parse_score(raw: &str) -> Option<u64> {
+    parse_number(raw)
+}
+
+/// A BullMQ 5 repeatable job was found where a job scheduler was asked for; BullMQ 6 (and
+/// this crate) cannot run it. The message is Node's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Legacy repeatable job metadata is not supported in BullMQ v6 (key: \"{0}\"). Migrate legacy repeatable jobs to Job Schedulers before upgrading. See https://docs.bullmq.io/guide/migrations/migrate-from-v5-to-v6")]
+pub struct LegacyRepeatableJob(pub String);
+
+fn parse_number(raw: &str) -> Option<u64> {
     if let Ok(n) = raw.parse::<u64>() {
         return Some(n);
     }

@@ -4,13 +4,15 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    AddResult, BackendError, BackendResult, JobEnd, JobRecord, JobUpdates, Metrics, MetricsKind,
-    NewJob, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
+    AddResult, BackendError, BackendResult, JobEnd, JobRecord, JobSchedulers, JobUpdates, Metrics,
+    MetricsKind, NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin, QueueStore,
+    RemoveOutcome, UpsertOutcome,
 };
 use bullmq_protocol::job_record::text_fields;
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::keys::{QueueKey, QueueKeys};
+use bullmq_protocol::scheduler::{JobSchedulerRecord, NextIterationPlan, UpsertPlan};
 use bullmq_protocol::state::JobState;
-use fred::prelude::Client;
+use fred::prelude::{Client, SortedSetsInterface};
 
 use crate::queue as calls;
 use crate::{ConnectionConfig, Connections};
@@ -191,6 +193,46 @@ impl JobUpdates for RedisQueueStore {
     async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
         let text = data.to_string();
         Ok(calls::update_data(&self.client, &self.keys, job_id, &text).await?)
+    }
+}
+
+#[async_trait]
+impl JobSchedulers for RedisQueueStore {
+    async fn upsert_job_scheduler(&self, plan: &UpsertPlan) -> BackendResult<UpsertOutcome> {
+        Ok(calls::upsert_job_scheduler(&self.client, &self.keys, plan).await?)
+    }
+
+    async fn create_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> BackendResult<NextIteration> {
+        Ok(calls::create_next_iteration(&self.client, &self.keys, plan).await?)
+    }
+
+    async fn get_job_scheduler(&self, id: &str) -> BackendResult<Option<JobSchedulerRecord>> {
+        calls::get_job_scheduler(&self.client, &self.keys, id).await
+    }
+
+    async fn get_job_schedulers(
+        &self,
+        start: i64,
+        end: i64,
+        asc: bool,
+    ) -> BackendResult<Vec<JobSchedulerRecord>> {
+        calls::get_job_schedulers(&self.client, &self.keys, start, end, asc).await
+    }
+
+    async fn get_job_schedulers_count(&self) -> BackendResult<u64> {
+        let count: u64 = self
+            .client
+            .zcard(self.keys.key(QueueKey::Repeat))
+            .await
+            .map_err(crate::RedisError::from)?;
+        Ok(count)
+    }
+
+    async fn remove_job_scheduler(&self, id: &str) -> BackendResult<bool> {
+        Ok(calls::remove_job_scheduler(&self.client, &self.keys, id).await?)
     }
 }
 

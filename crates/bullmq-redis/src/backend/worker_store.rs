@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use bullmq_backend::{
     now_ms, BackendResult, ConnectionChange, FetchRequest, Fetched, Finish, FinishReply,
-    JobUpdates, StalledReport, WorkerStore,
+    JobSchedulers, JobUpdates, NextIteration, StalledReport, WorkerStore,
 };
 use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::scheduler::NextIterationPlan;
 use fred::prelude::{Client, EventInterface};
 use tokio::sync::broadcast;
 
@@ -34,8 +35,8 @@ pub struct RedisWorkerStore {
     /// Next lock-token sequence number: each fetch reserves as many as it asks jobs for, so
     /// tokens `{prefix}:{n}` stay unique per worker whichever call hands them out.
     token_seq: Arc<AtomicU64>,
-    /// A running job's progress, log and data updates: the queue store's, on the command
-    /// connection.
+    /// A running job's progress, log and data updates and the next iterations of job
+    /// schedulers: the queue store's, on the command connection.
     updates: RedisQueueStore,
 }
 
@@ -219,6 +220,13 @@ impl WorkerStore for RedisWorkerStore {
     async fn close(&self) {
         // Interrupts a BZPOPMIN in flight first (a QUIT would wait for its timeout); idempotent.
         self.connections.close().await;
+    }
+
+    async fn schedule_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> BackendResult<NextIteration> {
+        self.updates.create_next_iteration(plan).await
     }
 }
 

@@ -11,6 +11,7 @@ mod admin;
 mod getters;
 mod reads;
 mod reply;
+mod schedulers;
 mod scripts;
 mod updates;
 
@@ -24,4 +25,8 @@ pub use getters::{
     DEFAULT_MAX_LEN_EVENTS, META_VERSION,
 };
 pub use reads::{get_metrics, job_end, metrics_data_key, metrics_key};
+pub use schedulers::{
+    create_next_iteration, get_job_scheduler, get_job_schedulers, remove_job_scheduler,
+    upsert_job_scheduler,
+};
 pub use updates::{add_log, update_data, update_progress};

@@ -39,3 +39,14 @@ lua_script!(pub(crate) static UPDATE_PROGRESS = "update_progress":
     "includes/events.lua", "update_progress.lua");
 lua_script!(pub(crate) static ADD_LOG = "add_log": "add_log.lua");
 lua_script!(pub(crate) static UPDATE_DATA = "update_data": "update_data.lua");
+lua_script!(pub(crate) static ADD_JOB_SCHEDULER = "add_job_scheduler":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "includes/job_keys.lua", "includes/remove_job_fully.lua",
+    "includes/scheduler_store.lua", "add_job_scheduler.lua");
+lua_script!(pub(crate) static NEXT_SCHEDULER_ITERATION = "next_scheduler_iteration":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "includes/scheduler_store.lua", "next_scheduler_iteration.lua");
+lua_script!(pub(crate) static REMOVE_JOB_SCHEDULER = "remove_job_scheduler":
+    "includes/job_keys.lua", "remove_job_scheduler.lua");
+lua_script!(pub(crate) static READ_JOB_SCHEDULERS = "read_job_schedulers":
+    "read_job_schedulers.lua");
