@@ -4,7 +4,9 @@
 // For each case below it asks cron-parser (the version Node BullMQ 6.7.0 depends on) for the next
 // occurrences the way BullMQ's job scheduler does: a fresh `CronExpressionParser.parse(pattern,
 // {currentDate, tz, endDate})` followed by one `next()`, chained from the previous result. It
-// prints a JSON array, one case a line, that the Rust test replays.
+// prints a JSON array, one case a line, that the Rust test replays. The table is followed by
+// seeded random cases (the same on every run), so regenerating only changes the output when
+// the table, the generator or cron-parser changes.
 //
 // Regenerate (from the repository root):
 //   cd integration-tests/node && TZ=UTC node cron_fixture.js \
@@ -184,6 +186,56 @@ const CASES = [
   ['0 12 * * *', '', '2026-01-01T00:00:00.000Z'],
   ['0 12 * * *', 'Factory', '2026-01-01T00:00:00.000Z'],
 ];
+
+// Seeded random cases on top of the table: well-formed patterns in DST-rich zones around their
+// transitions, and token soup (without H, which we refuse on purpose) for the parser's errors.
+let seed = 20261201;
+const rnd = () => {
+  seed = (seed * 1103515245 + 12345) % 2147483648;
+  return seed / 2147483648;
+};
+const pick = (a) => a[Math.floor(rnd() * a.length)];
+const int = (lo, hi) => lo + Math.floor(rnd() * (hi - lo + 1));
+function atom(min, max, special) {
+  const r = rnd();
+  if (r < 0.25) return '*';
+  if (r < 0.5) return String(int(min, max));
+  if (r < 0.6) return `*/${int(1, Math.max(1, max - min))}`;
+  if (r < 0.7) return `${int(min, max)}/${int(1, 10)}`;
+  const a = int(min, max);
+  const b = int(a, max);
+  if (r < 0.8) return `${a}-${b}${rnd() < 0.5 ? `/${int(1, 5)}` : ''}`;
+  if (r < 0.9 || !special) return [...new Set([a, b, int(min, max)])].join(',');
+  return pick(special);
+}
+const ZONES = [null, 'Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'America/Santiago',
+  'Pacific/Chatham', 'Australia/Sydney', 'Asia/Kolkata', 'Africa/Cairo', 'America/Havana'];
+const ANCHORS = ['2026-03-29T00:00:00Z', '2026-10-25T00:00:00Z', '2026-03-08T06:00:00Z',
+  '2026-11-01T05:00:00Z', '2026-04-05T00:00:00Z', '2026-10-04T00:00:00Z', '2026-09-06T03:00:00Z',
+  '2026-04-24T00:00:00Z', '2026-09-27T00:00:00Z', '2026-03-08T05:00:00Z'];
+for (let i = 0; i < 300; i++) {
+  const fields = [];
+  if (rnd() < 0.3) fields.push(rnd() < 0.6 ? String(int(0, 59)) : atom(0, 59));
+  fields.push(rnd() < 0.3 ? String(int(0, 59)) : atom(0, 59));
+  fields.push(atom(0, 23));
+  fields.push(rnd() < 0.6 ? '*' : atom(1, 31, ['L', '15L', '1,L']));
+  fields.push(rnd() < 0.7 ? '*' : atom(1, 12, ['JAN-MAR', 'oct,nov', 'Dec']));
+  fields.push(rnd() < 0.6 ? '*' : atom(0, 7, ['5L', `${int(0, 6)}#${int(1, 5)}`, 'MON-FRI', '1,5L']));
+  const at = Date.parse(pick(ANCHORS)) + int(-3 * 86400, 3 * 86400) * 1000 + (rnd() < 0.3 ? int(1, 999) : 0);
+  const end = rnd() < 0.1 ? new Date(at + int(0, 5 * 86400) * 1000).toISOString() : null;
+  CASES.push([fields.join(' '), pick(ZONES), new Date(at).toISOString(), end]);
+}
+const TOKENS = ['0', '1', '2', '5', '7', '9', '12', '15', '23', '29', '30', '31', '59', '60', '*', '?',
+  ',', '/', '-', 'L', '#', 'W', 'mon', 'JAN', 'fri', 'xyz', '5L', '3#2', '1-5', '*/2', '00', '007'];
+for (let i = 0; i < 300; i++) {
+  const fields = [];
+  for (let f = pick([1, 2, 4, 5, 5, 6, 6, 7]); f > 0; f--) {
+    let text = '';
+    for (let k = int(1, 3); k > 0; k--) text += pick(TOKENS);
+    fields.push(text);
+  }
+  CASES.push([fields.join(' '), null, '2026-05-01T00:00:00.000Z']);
+}
 
 function fresh(pattern, tz, currentMs, endMs) {
   const opts = { currentDate: new Date(currentMs) };

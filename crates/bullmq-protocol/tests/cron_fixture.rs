@@ -2,7 +2,8 @@
 //! [`CronSchedule`].
 //!
 //! `tests/fixtures/cron_next.json` is written by `integration-tests/node/cron_fixture.js`, which
-//! holds the table of cases (patterns, zones, start and end dates). After changing the table,
+//! holds the table of cases (patterns, zones, start and end dates) and adds seeded random ones
+//! (well-formed patterns around DST transitions, and malformed ones). After changing the table,
 //! regenerate it from the repository root with:
 //!
 //! ```text
