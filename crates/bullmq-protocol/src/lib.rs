@@ -3,9 +3,9 @@
 //! Everything another BullMQ client (Node, Python, Elixir) can observe in Redis is described
 //! here: key names ([`keys`]), job options with BullMQ's JSON short keys ([`options`]), the job
 //! hash ([`job_record`]), the events stream ([`events`]), the zset scores ([`score`]), retry
-//! backoff ([`backoff`]), input validation ([`validation`]) and the scripts' error codes
-//! ([`error_code`]). The crate is pure so that all of it is unit- and property-tested without
-//! Redis.
+//! backoff ([`backoff`]), job schedulers' cron patterns ([`scheduler`]), input validation
+//! ([`validation`]) and the scripts' error codes ([`error_code`]). The crate is pure so that
+//! all of it is unit- and property-tested without Redis.
 //!
 //! The facts (field names, short keys, event fields, score formulas, limits and error messages)
 //! are those of Node `bullmq` 6.7.0; `tests/fixtures/node-6.7.0.json` holds job hashes and

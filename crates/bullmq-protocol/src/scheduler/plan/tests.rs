@@ -167,3 +167,73 @@ fn legacy_repeat_keys_are_recognised_by_shape() {
     assert!(!has_legacy_repeat_key_shape("a:b::d:hourly"));
     assert_eq!(iteration_job_id("ev", 1000), "repeat:ev:1000");
 }
+
+#[test]
+fn a_cron_upsert_plans_what_node_stores() {
+    // Node: upsertJobScheduler('cr', {pattern: '*/5 * * * * *', tz: 'Europe/Berlin',
+    // limit: 10}, {name: 'cron', data: {b: 2}}) at 1796139681940 stored this iteration.
+    let now = 1_796_139_681_940;
+    let repeat = Repeat::cron("*/5 * * * * *").tz("Europe/Berlin").limit(10);
+    let plan = plan_upsert(
+        "cr",
+        &repeat,
+        &SchedulerTemplate::new("cron").data(json!({"b": 2})),
+        now,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(plan.next_millis, Some(1_796_139_685_000));
+    assert_eq!(plan.fields.offset, None);
+    assert_eq!(
+        Value::Object(plan.iteration_opts),
+        json!({"prevMillis":1_796_139_685_000_u64,"repeatJobKey":"cr","timestamp":now,
+            "repeat":{"tz":"Europe/Berlin","pattern":"*/5 * * * * *","count":1,"limit":10}})
+    );
+}
+
+#[test]
+fn cron_start_date_end_date_and_bad_patterns() {
+    let t = SchedulerTemplate::default();
+    // The first run is after the start date, not after now.
+    let mut later = Repeat::cron("0 * * * *");
+    later.start_date = Some(NOW + 3 * 3_600_000);
+    let plan = plan_upsert("s", &later, &t, NOW).unwrap().unwrap();
+    assert!(plan.next_millis.unwrap() > NOW + 3 * 3_600_000);
+    // No run left before the end date: nothing is created (Node returns undefined).
+    let mut ended = Repeat::cron("0 0 1 1 *");
+    ended.end_date = Some(NOW + 1000);
+    assert_eq!(plan_upsert("s", &ended, &t, NOW), Ok(None));
+    assert!(matches!(
+        plan_upsert("s", &Repeat::cron("61 * * * *"), &t, NOW),
+        Err(SchedulerError::Cron(_))
+    ));
+    assert!(matches!(
+        plan_upsert("s", &Repeat::cron("* * * * *").tz("Mars/Olympus"), &t, NOW),
+        Err(SchedulerError::Cron(_))
+    ));
+    // Immediately: now.
+    let plan = plan_upsert("s", &Repeat::cron("0 0 1 1 *").immediately(), &t, NOW)
+        .unwrap()
+        .unwrap();
+    assert_eq!(plan.next_millis, Some(NOW));
+}
+
+#[test]
+fn a_started_cron_iteration_plans_the_following_run() {
+    let opts = JobOptions::from_json(
+        r#"{"prevMillis":1796139685000,"repeatJobKey":"cr","jobId":"repeat:cr:1796139685000",
+            "timestamp":1796139681940,"delay":3060,
+            "repeat":{"tz":"Europe/Berlin","pattern":"*/5 * * * * *","count":1,"limit":10}}"#,
+    )
+    .unwrap();
+    // Started a little early (clock skew): the next run still follows prevMillis.
+    let plan = plan_next_iteration("repeat:cr:1796139685000", "cr", &opts, 1_796_139_684_990)
+        .unwrap()
+        .unwrap();
+    assert_eq!(plan.next_millis, Some(1_796_139_690_000));
+    assert_eq!(
+        plan.iteration_opts["prevMillis"],
+        json!(1_796_139_690_000_u64)
+    );
+    assert_eq!(plan.iteration_opts["repeat"]["count"], json!(2));
+}
