@@ -117,6 +117,12 @@ impl Store for FakeStore {
         Ok(false)
     }
     async fn close(&self) {}
+    async fn schedule_next_iteration(
+        &self,
+        _plan: &ractor_bullmq::store::NextIterationPlan,
+    ) -> StoreResult<ractor_bullmq::store::NextIteration> {
+        Ok(ractor_bullmq::store::NextIteration::NotCurrent)
+    }
 }
 
 fn sleeper(

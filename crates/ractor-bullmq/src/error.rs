@@ -6,6 +6,7 @@
 //! codes (a locked job, active jobs on obliterate, a missing job).
 
 use bullmq_backend::BackendError;
+use bullmq_protocol::scheduler::SchedulerError;
 use bullmq_protocol::{DecodeError, ValidationError};
 use bullmq_redis::RedisError;
 
@@ -68,6 +69,23 @@ pub enum QueueError {
     SchedulerJob {
         /// The job's id.
         job_id: String,
+    },
+    /// A job scheduler upsert was refused before anything was written (Node's messages).
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+    /// A cron scheduler's next iteration id is taken by a job that cannot be replaced (Node
+    /// -10; the message is Node's).
+    #[error("Cannot create job scheduler iteration - job ID already exists. addJobScheduler (scheduler {scheduler_id})")]
+    SchedulerIterationExists {
+        /// The scheduler.
+        scheduler_id: String,
+    },
+    /// Every `every` slot the upsert scanned holds a job already (Node -11; the message is
+    /// Node's).
+    #[error("Cannot create job scheduler iteration - current and next time slots already have jobs. addJobScheduler (scheduler {scheduler_id})")]
+    SchedulerSlotsBusy {
+        /// The scheduler.
+        scheduler_id: String,
     },
     /// Obliterate refused: jobs are active and `force` was not set (Node -2).
     #[error("cannot obliterate queue {queue}: it has active jobs (use force)")]

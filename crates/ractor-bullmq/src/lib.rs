@@ -21,6 +21,10 @@ pub mod testing;
 pub mod worker;
 
 pub use bullmq_protocol as protocol;
+/// Job schedulers: [`Repeat`](scheduler::Repeat), [`SchedulerTemplate`](scheduler::SchedulerTemplate),
+/// the stored [`JobSchedulerRecord`](scheduler::JobSchedulerRecord) (see
+/// [`Queue::upsert_job_scheduler`]).
+pub use bullmq_protocol::scheduler;
 pub use bullmq_redis::ConnectionConfig;
 pub use error::QueueError;
 pub use events::{

@@ -308,6 +308,13 @@ impl Store for RecordingStore {
     }
 
     async fn close(&self) {}
+
+    async fn schedule_next_iteration(
+        &self,
+        _plan: &crate::store::NextIterationPlan,
+    ) -> StoreResult<crate::store::NextIteration> {
+        Err(unsupported("schedule_next_iteration"))
+    }
 }
 
 #[async_trait]

@@ -107,6 +107,13 @@ impl Store for CountingStore {
     async fn close(&self) {
         self.closes.fetch_add(1, Ordering::SeqCst);
     }
+    async fn schedule_next_iteration(
+        &self,
+        plan: &ractor_bullmq::store::NextIterationPlan,
+    ) -> StoreResult<ractor_bullmq::store::NextIteration> {
+        let _ = plan;
+        Ok(ractor_bullmq::store::NextIteration::NotCurrent)
+    }
 }
 
 async fn noop(_job: Job, _ctx: JobContext) -> anyhow::Result<Value> {

@@ -85,7 +85,7 @@ impl DefaultOptions {
 
     /// Node's `Object.assign({}, defaults, opts, { jobId: opts.jobId })`: per option, the
     /// job's own value wins; the custom id never comes from the defaults.
-    fn merge(&self, opts: JobOptions) -> Result<JobOptions> {
+    pub(crate) fn merge(&self, opts: JobOptions) -> Result<JobOptions> {
         let Some(defaults) = &self.map else {
             return Ok(opts);
         };

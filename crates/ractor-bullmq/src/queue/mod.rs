@@ -22,6 +22,7 @@ mod add;
 mod metrics;
 mod options;
 mod reports;
+mod schedulers;
 
 use std::collections::HashSet;
 use std::sync::Arc;

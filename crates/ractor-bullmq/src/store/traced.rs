@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use tracing::{Instrument, Span};
 
 use super::{
-    ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, JobUpdates, StalledReport, Store,
-    StoreResult,
+    ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, JobUpdates, NextIteration,
+    NextIterationPlan, StalledReport, Store, StoreResult,
 };
 
 /// Wraps a store and instruments every call (see the [module docs](super) for the spans).
@@ -143,6 +143,19 @@ impl<S: Store> Store for Traced<S> {
 
     async fn close(&self) {
         self.0.close().await;
+    }
+
+    async fn schedule_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> StoreResult<NextIteration> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.schedule_next_iteration",
+            self.queue_name(),
+            job_id = plan.producer_id.as_str()
+        );
+        in_span(span, self.0.schedule_next_iteration(plan), |_, _| {}).await
     }
 }
 

@@ -105,6 +105,17 @@ pub enum WorkerError {
         /// The id.
         job_id: String,
     },
+    /// The next iteration of a job scheduler could not be created when the Worker started its
+    /// job `job_id` (the message starts as Node's Worker's). The job itself still runs.
+    #[error("Failed to add repeatable job for next iteration: {reason}")]
+    NextIteration {
+        /// The started iteration.
+        job_id: String,
+        /// The job scheduler.
+        scheduler_id: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Node 6.7.0's message for a refused finish (`finishedErrors`), so mixed fleets log one text.

@@ -35,6 +35,7 @@ mod job_runner;
 mod lock_manager;
 mod options;
 mod outcome;
+mod scheduling;
 mod settle;
 mod spec;
 mod start;

@@ -75,6 +75,9 @@ impl WorkerState {
                 return None;
             }
         };
+        // Before anything else, as Node's Worker: a refused iteration still moves its
+        // scheduler on.
+        self.schedule_next_iteration(&job);
         if let Some(reason) = self.refusal(&job) {
             self.record_outcome(
                 job,
