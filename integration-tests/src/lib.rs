@@ -1,1 +1,7 @@
-//! Integration tests live in `tests/`; this library is empty on purpose.
+//! Integration tests live in `tests/`; this library only compiles the code of the guides that
+//! are not part of a crate's own documentation (each as a doctest).
+
+/// `docs/guides/schedulers.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/schedulers.md")]
+pub struct SchedulersGuide;
