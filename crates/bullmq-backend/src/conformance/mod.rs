@@ -29,6 +29,7 @@ pub mod differential;
 mod events;
 mod jobs;
 mod modes;
+mod schedulers;
 mod worker;
 
 use std::collections::HashMap;
@@ -59,6 +60,15 @@ pub use jobs::{
 pub use modes::{
     deduplication_extend, deduplication_modes, flow_children_block_parent_completion,
     retention_by_age, retry_placement,
+};
+pub use schedulers::{
+    scheduler_cron_run_collision, scheduler_every_walks_past_taken_slots,
+    scheduler_iteration_kept_by_drain_and_clean, scheduler_listing_and_counts,
+    scheduler_new_interval_resets_the_slot, scheduler_next_iteration_from_the_current_one_only,
+    scheduler_offset_and_start_date_delay_the_first_run,
+    scheduler_remove_deletes_scheduler_and_delayed_iteration,
+    scheduler_upsert_creates_scheduler_and_iteration, scheduler_upsert_replaces_pending_iteration,
+    scheduler_upsert_while_iteration_runs,
 };
 pub use worker::{
     complete_with_retention, extend_locks_renews_own_locks, fetch_locks_and_counts_attempts,
@@ -106,7 +116,18 @@ macro_rules! conformance_tests {
             obliterate_deletes_a_paused_queue,
             remove_job_by_id,
             logs_progress_and_data,
-            metrics_count_finished_jobs
+            metrics_count_finished_jobs,
+            scheduler_upsert_creates_scheduler_and_iteration,
+            scheduler_offset_and_start_date_delay_the_first_run,
+            scheduler_upsert_replaces_pending_iteration,
+            scheduler_new_interval_resets_the_slot,
+            scheduler_next_iteration_from_the_current_one_only,
+            scheduler_upsert_while_iteration_runs,
+            scheduler_remove_deletes_scheduler_and_delayed_iteration,
+            scheduler_listing_and_counts,
+            scheduler_every_walks_past_taken_slots,
+            scheduler_cron_run_collision,
+            scheduler_iteration_kept_by_drain_and_clean
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {

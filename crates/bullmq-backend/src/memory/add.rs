@@ -35,7 +35,7 @@ pub(crate) fn opt_true(opts: &Map<String, Value>, name: &str) -> bool {
 }
 
 /// A Lua number as Redis stores it: integers without a fraction.
-fn number_text(n: f64) -> String {
+pub(crate) fn number_text(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
         format!("{}", n as i64)
     } else {
@@ -143,7 +143,7 @@ fn add_one(
 }
 
 /// Queues a freshly stored job by its options: delayed, prioritized or wait.
-fn place_new_job(
+pub(crate) fn place_new_job(
     q: &mut QueueState,
     job_id: &str,
     timestamp: u64,
@@ -188,7 +188,7 @@ pub(crate) fn register_dependency(queues: &mut Queues, dependencies_key: &str, c
 }
 
 /// The deduplication id of a `de` option, when it is a string or a number.
-fn dedup_id(de: &Map<String, Value>) -> Option<String> {
+pub(crate) fn dedup_id(de: &Map<String, Value>) -> Option<String> {
     match de.get("id")? {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),

@@ -7,6 +7,7 @@ use bullmq_protocol::state::JobState;
 
 use super::flow::detach_from_parent;
 use super::queue_state::{lua_number, MetricsStore, QueueState};
+use super::schedulers::is_scheduler_job;
 use super::sets::{list_range, range_indices};
 use super::Queues;
 use crate::error::{BackendError, BackendResult};
@@ -154,7 +155,7 @@ pub(crate) fn set_paused(q: &mut QueueState, paused: bool, now: u64) {
 
 /// Removes a job's keys and bookkeeping for callers that take it out of its state
 /// themselves (drain, clean, obliterate).
-fn purge(queues: &mut Queues, base: &str, id: &str, now: u64) {
+pub(crate) fn purge(queues: &mut Queues, base: &str, id: &str, now: u64) {
     detach_from_parent(queues, base, id, true, now);
     let q = queues.queue(base);
     q.release_dedup_of_removed(id, now);
@@ -164,13 +165,25 @@ fn purge(queues: &mut Queues, base: &str, id: &str, now: u64) {
 /// Removes every waiting (and, with `delayed`, delayed) job; no events.
 pub(crate) fn drain(queues: &mut Queues, base: &str, delayed: bool, now: u64) -> u64 {
     let q = queues.queue(base);
-    let mut ids: Vec<String> = q.wait.drain(..).collect();
+    // The pending iteration of each job scheduler stays (remove the scheduler instead).
+    let drained = |q: &QueueState, id: &String| !is_scheduler_job(q, id);
+    let mut ids: Vec<String> = q.wait.iter().filter(|id| drained(q, id)).cloned().collect();
+    q.wait.retain(|id| !ids.contains(id));
+    let mut zset_ids: Vec<String> = Vec::new();
     if delayed {
-        ids.extend(q.delayed.members());
-        q.delayed = Default::default();
+        zset_ids.extend(q.delayed.members().into_iter().filter(|id| drained(q, id)));
     }
-    ids.extend(q.prioritized.members());
-    q.prioritized = Default::default();
+    zset_ids.extend(
+        q.prioritized
+            .members()
+            .into_iter()
+            .filter(|id| drained(q, id)),
+    );
+    for id in &zset_ids {
+        q.delayed.remove(id);
+        q.prioritized.remove(id);
+    }
+    ids.extend(zset_ids);
     for id in &ids {
         purge(queues, base, id, now);
     }
@@ -219,7 +232,10 @@ pub(crate) fn clean(
                     break;
                 }
                 let free = state != JobState::Active || q.lock(id, now).is_none();
-                if free && old_enough(q, id, &["finishedOn", "processedOn", "timestamp"]) {
+                if free
+                    && !is_scheduler_job(q, id)
+                    && old_enough(q, id, &["finishedOn", "processedOn", "timestamp"])
+                {
                     deleted.push(id.clone());
                 }
             }
@@ -249,7 +265,7 @@ pub(crate) fn clean(
                 if full(&deleted) {
                     break;
                 }
-                if fields.is_empty() || old_enough(q, &id, fields) {
+                if !is_scheduler_job(q, &id) && (fields.is_empty() || old_enough(q, &id, fields)) {
                     deleted.push(id);
                 }
             }
@@ -305,15 +321,23 @@ pub(crate) fn obliterate(
         ids
     };
     let mut more = false;
-    for step in 0..8 {
+    for step in 0..9 {
         let ids = match step {
             0 => take_list(&mut q.active, &mut budget),
             1 => take_set(&mut q.delayed, &mut budget),
-            2 => take_set(&mut q.completed, &mut budget),
-            3 => take_list(&mut q.wait, &mut budget),
-            4 => take_set(&mut q.prioritized, &mut budget),
-            5 => take_set(&mut q.failed, &mut budget),
-            6 => take_set(&mut q.waiting_children, &mut budget),
+            2 => {
+                // Job schedulers count against the batch as jobs do.
+                let schedulers = &mut q.schedulers;
+                for id in take_set(&mut schedulers.next, &mut budget) {
+                    schedulers.hashes.remove(&id);
+                }
+                Vec::new()
+            }
+            3 => take_set(&mut q.completed, &mut budget),
+            4 => take_list(&mut q.wait, &mut budget),
+            5 => take_set(&mut q.prioritized, &mut budget),
+            6 => take_set(&mut q.failed, &mut budget),
+            7 => take_set(&mut q.waiting_children, &mut budget),
             _ => Vec::new(),
         };
         purged.extend(ids);
@@ -341,6 +365,9 @@ pub(crate) fn remove(
     children: bool,
     now: u64,
 ) -> RemoveOutcome {
+    if is_scheduler_job(queues.queue(base), id) {
+        return RemoveOutcome::SchedulerJob;
+    }
     if locked_deep(queues, base, id, children, now, 0) {
         return RemoveOutcome::Locked;
     }

@@ -58,7 +58,11 @@ pub(crate) fn check_stalled(
         }
         let stalled = q.int_field(&id, "stc") + 1;
         q.set_field(&id, "stc", stalled.to_string());
-        if stalled > u64::from(max_stalled) {
+        // An iteration of a job scheduler is run again however often it stalls.
+        let scheduled = q
+            .field(&id, "rjk")
+            .is_some_and(|rjk| q.schedulers.exists(rjk));
+        if stalled > u64::from(max_stalled) && !scheduled {
             q.set_field(&id, "defa", STALLED_TOO_OFTEN);
         }
         let gated = q.paused_or_maxed();

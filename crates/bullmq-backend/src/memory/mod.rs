@@ -22,15 +22,23 @@
 //! global limiter when the meta holds them (`concurrency`, `max`/`duration`), flow children
 //! (parent must exist, pending children block completion, parent policies on failure, removal
 //! with children), job logs with keep, progress, data, drain, clean, obliterate, remove, the
-//! event log with the scripts' event names and fields, and `drained`.
+//! event log with the scripts' event names and fields, and `drained`. Job schedulers are held
+//! as Redis holds them (the `repeat` sorted set of next runs and a `repeat:{id}` hash per
+//! scheduler, their iterations `repeat:{id}:{millis}` as other jobs with `rjk`): upsert with
+//! the replacement of a pending iteration and the `every` slot walk, the next iteration a
+//! worker creates (only from the scheduler's current iteration), reads, counts and removal;
+//! the admin calls keep a scheduler's pending iteration (remove refuses it, drain and clean
+//! skip it), obliterate deletes the schedulers, and a stalled iteration is never failed for
+//! stalling.
 //!
 //! What differs from Redis: the event log is trimmed to exactly `opts.maxLenEvents` (Redis trims
 //! approximately, whole stream nodes at a time, so it keeps somewhat more); `wait_for_job`
 //! sleeps until the earliest delayed job is due and then returns `true` (Redis' marker carries
-//! that time for the worker to wait on); job schedulers (`repeat`) and the legacy `paused`
-//! list do not exist here (nothing in the seam creates them), so the admin calls never meet a
-//! scheduler's job; records cannot be corrupted through the seam, so the corrupted-record
-//! paths (`Fetched::corrupted`, `FinishCode::Corrupted`) are never taken; there is no
+//! that time for the worker to wait on); the legacy `paused` list does not exist here (nothing
+//! in the seam creates it), so an upsert on a paused queue leaves a waiting iteration in
+//! place, as Node's script (which looks for it in that list) does; records cannot be
+//! corrupted through the seam, so the corrupted-record paths (`Fetched::corrupted`,
+//! `FinishCode::Corrupted`) are never taken; there is no
 //! connection to lose (`connection_changes` is `None`, `reconnect` does nothing). Where Redis'
 //! order is a hash set's (the children a removal visits, the jobs one stalled check recovers),
 //! this backend takes ids in sorted order.
@@ -61,6 +69,7 @@ mod finish;
 mod flow;
 mod locks;
 mod queue_state;
+mod schedulers;
 mod sets;
 mod stores;
 #[cfg(test)]

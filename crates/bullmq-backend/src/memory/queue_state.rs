@@ -9,6 +9,7 @@ use bullmq_protocol::score::{delayed_score, priority_score, DELAYED_SCORE_MULTIP
 use tokio::sync::Notify;
 
 use super::events::EventLog;
+use super::schedulers::Schedulers;
 use super::sets::ZSet;
 
 /// Meta value of `version`, as Node writes it.
@@ -118,6 +119,8 @@ pub(crate) struct QueueState {
     pub(crate) events: EventLog,
     pub(crate) metrics_completed: MetricsStore,
     pub(crate) metrics_failed: MetricsStore,
+    /// The job schedulers (`repeat` and the `repeat:{id}` hashes).
+    pub(crate) schedulers: Schedulers,
 }
 
 impl QueueState {
@@ -151,6 +154,7 @@ impl QueueState {
             events: EventLog::default(),
             metrics_completed: MetricsStore::default(),
             metrics_failed: MetricsStore::default(),
+            schedulers: Schedulers::default(),
         }
     }
 

@@ -8,17 +8,19 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::scheduler::{JobSchedulerRecord, NextIterationPlan, UpsertPlan};
 use bullmq_protocol::state::JobState;
 use bullmq_protocol::JobRecord;
 
 use super::queue_state::META_VERSION;
-use super::{add, admin, fetch, finish, locks, World};
+use super::{add, admin, fetch, finish, locks, schedulers, World};
 use crate::backend::WorkerStoreOptions;
 use crate::error::{BackendError, BackendResult};
 use crate::metrics::{Metrics, MetricsKind};
 use crate::queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
 };
+use crate::schedulers::{JobSchedulers, NextIteration, UpsertOutcome};
 use crate::worker::{
     FetchRequest, Fetched, Finish, FinishReply, JobUpdates, StalledReport, WorkerStore,
 };
@@ -261,6 +263,41 @@ impl JobUpdates for MemoryQueueStore {
 }
 
 #[async_trait]
+impl JobSchedulers for MemoryQueueStore {
+    async fn upsert_job_scheduler(&self, plan: &UpsertPlan) -> BackendResult<UpsertOutcome> {
+        self.queues(|queues, now| schedulers::upsert(queues, &self.base, plan, now))
+    }
+
+    async fn create_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> BackendResult<NextIteration> {
+        self.queue(|q, now| schedulers::next_iteration(q, plan, now))
+    }
+
+    async fn get_job_scheduler(&self, id: &str) -> BackendResult<Option<JobSchedulerRecord>> {
+        self.queue(|q, _| schedulers::get(q, id))
+    }
+
+    async fn get_job_schedulers(
+        &self,
+        start: i64,
+        end: i64,
+        asc: bool,
+    ) -> BackendResult<Vec<JobSchedulerRecord>> {
+        self.queue(|q, now| schedulers::range(q, start, end, asc, now))
+    }
+
+    async fn get_job_schedulers_count(&self) -> BackendResult<u64> {
+        self.queue(|q, _| Ok(q.schedulers.next.len() as u64))
+    }
+
+    async fn remove_job_scheduler(&self, id: &str) -> BackendResult<bool> {
+        self.queue(|q, now| Ok(schedulers::remove(q, id, now)))
+    }
+}
+
+#[async_trait]
 impl QueueStore for MemoryQueueStore {
     fn queue_name(&self) -> &str {
         &self.name
@@ -438,5 +475,15 @@ impl WorkerStore for MemoryWorkerStore {
     async fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.world.signals(&self.base).work.notify_waiters();
+    }
+
+    async fn schedule_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> BackendResult<NextIteration> {
+        self.handle().check()?;
+        self.world.with_queue(&self.base, |q, now| {
+            schedulers::next_iteration(q, plan, now)
+        })
     }
 }
