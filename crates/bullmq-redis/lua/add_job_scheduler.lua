@@ -9,7 +9,8 @@
         (6-12: "" when absent), 13 template data JSON, 14 template opts JSON,
         15 iteration opts JSON
   Returns {jobId, delay}, or -10 (a cron iteration with that id exists and cannot be replaced)
-  or -11 (every `every` slot scanned holds a job); nothing is written then but the events cap.
+  or -11 (every `every` slot scanned holds a job); nothing is written then but the events cap
+  (Node removes the pending iteration before it refuses, which ends the series).
 
   An existing scheduler's pending iteration is replaced when it has not started (delayed,
   prioritized or waiting): an `every` scheduler whose interval did not change keeps its slot.
@@ -45,22 +46,20 @@ if every then
   nextMillis, newOffset = everyNextMillis(from, every, now, offset, fields.startDate)
 end
 
--- The pending iteration goes when it has not started yet.
-local function removeIfPending(jobId)
-  local removed = rcall("ZREM", k.delayed, jobId) == 1 or rcall("ZREM", k.prioritized, jobId) == 1
-    or rcall("LREM", k.wait, 1, jobId) > 0
-  if removed then
-    purgeJob(base, jobId, true)
+-- Decided before anything is written: a refused upsert leaves the pending iteration (and so
+-- the series) as it was, where Node has already removed it. A waiting iteration of a paused
+-- queue counts as started, as in Node (which looks for it in the legacy `paused` list).
+local pendingPrev = nil
+if prev then
+  local current = iterationId(id, prev)
+  if rcall("EXISTS", base .. current) == 1 and (rcall("ZSCORE", k.delayed, current)
+      or rcall("ZSCORE", k.prioritized, current)
+      or (rcall("HEXISTS", k.meta, "paused") == 0 and rcall("LPOS", k.wait, current))) then
+    pendingPrev = current
   end
-  return removed
-end
-
-local removedPrev = false
-if prev and rcall("EXISTS", base .. iterationId(id, prev)) == 1 then
-  removedPrev = removeIfPending(iterationId(id, prev))
 end
 local storedOffset = userOffset
-if removedPrev then
+if pendingPrev then
   if every and not intervalChanged then
     nextMillis = prev
   end
@@ -68,26 +67,31 @@ else
   storedOffset = newOffset
 end
 
+-- The replaced iteration's id is free: it goes before the new one is written.
+local function taken(jobId)
+  return jobId ~= pendingPrev and rcall("EXISTS", base .. jobId) == 1
+end
 local jobId = iterationId(id, nextMillis)
-local collision = false
-if rcall("EXISTS", base .. jobId) == 1 then
-  if every then
-    -- Finished iterations of an earlier scheduler with this id may hold several slots.
-    local scanned = 0
-    repeat
-      nextMillis = nextMillis + every
-      jobId = iterationId(id, nextMillis)
-      scanned = scanned + 1
-    until rcall("EXISTS", base .. jobId) == 0 or scanned >= 32
-    if rcall("EXISTS", base .. jobId) == 1 then
-      return -11
-    end
-  else
-    collision = true
+if taken(jobId) then
+  if not every then
+    return -10
+  end
+  -- Finished iterations of an earlier scheduler with this id may hold several slots.
+  local scanned = 0
+  repeat
+    nextMillis = nextMillis + every
+    jobId = iterationId(id, nextMillis)
+    scanned = scanned + 1
+  until not taken(jobId) or scanned >= 32
+  if taken(jobId) then
+    return -11
   end
 end
-if collision and not removedPrev then
-  return -10
+if pendingPrev then
+  if rcall("ZREM", k.delayed, pendingPrev) == 0 and rcall("ZREM", k.prioritized, pendingPrev) == 0 then
+    rcall("LREM", k.wait, 1, pendingPrev)
+  end
+  purgeJob(base, pendingPrev, true)
 end
 
 local delay = nextMillis - now

@@ -586,6 +586,16 @@ pub async fn scheduler_cron_run_collision(backend: Arc<dyn Backend>, queue: &str
     assert_eq!((record.every, record.offset), (None, Some(0)));
     assert_eq!(record.next, Some(free));
     assert_eq!(c.state(&job_id).await, JobState::Delayed);
+
+    // Refused again on the taken run: the pending iteration and the scheduler stay as they
+    // were, so the series goes on (Node removes the pending iteration before it refuses).
+    assert_eq!(
+        upsert(&c, &cron_plan(taken)).await,
+        UpsertOutcome::IdCollision
+    );
+    assert_eq!(c.state(&job_id).await, JobState::Delayed);
+    let record = c.queue.get_job_scheduler("c").await.unwrap().unwrap();
+    assert_eq!(record.next, Some(free));
     c.close().await;
 }
 

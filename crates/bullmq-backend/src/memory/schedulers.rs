@@ -153,14 +153,12 @@ pub(crate) fn upsert(
         )));
     };
 
-    let mut removed_prev = false;
-    if let Some(prev) = prev {
-        let current = iteration_job_id(id, prev);
-        if q.jobs.contains_key(&current) {
-            removed_prev = remove_unstarted(queues, base, &current, clock);
-        }
-    }
-    let stored_offset = if removed_prev {
+    // Decided before anything is written: a refused upsert leaves the pending iteration (and
+    // so the series) as it was, where Node has already removed it.
+    let pending_prev = prev
+        .map(|prev| iteration_job_id(id, prev))
+        .filter(|current| is_unstarted(q, current));
+    let stored_offset = if pending_prev.is_some() {
         if every.is_some() && !updated_every {
             // The replaced iteration's slot is reused.
             next = prev.unwrap_or(next);
@@ -170,32 +168,35 @@ pub(crate) fn upsert(
         Some(new_offset)
     };
 
-    let q = queues.queue(base);
+    // The replaced iteration's id is free: it goes before the new one is written.
+    let taken = |q: &QueueState, job_id: &str| {
+        pending_prev.as_deref() != Some(job_id) && q.jobs.contains_key(job_id)
+    };
     let mut job_id = iteration_job_id(id, next);
-    let mut collision = false;
-    if q.jobs.contains_key(&job_id) {
+    if taken(q, &job_id) {
         match every {
             Some(every) => {
                 // Finished iterations of an earlier scheduler of the same id may hold several
                 // slots in a row.
                 let mut scanned = 0;
-                let mut taken = true;
-                while taken && scanned < MAX_SLOT_SCANS {
+                let mut busy = true;
+                while busy && scanned < MAX_SLOT_SCANS {
                     next += every;
                     job_id = iteration_job_id(id, next);
                     scanned += 1;
-                    taken = q.jobs.contains_key(&job_id);
+                    busy = taken(q, &job_id);
                 }
-                if taken {
+                if busy {
                     return Ok(UpsertOutcome::SlotsBusy);
                 }
             }
-            None => collision = true,
+            None => return Ok(UpsertOutcome::IdCollision),
         }
     }
-    if collision && !removed_prev {
-        return Ok(UpsertOutcome::IdCollision);
+    if let Some(current) = &pending_prev {
+        remove_unstarted(queues, base, current, clock);
     }
+    let q = queues.queue(base);
     let delay = next.saturating_sub(now);
     store_scheduler(q, id, next, &plan.fields, stored_offset, plan);
     q.id_counter += 1;
@@ -215,31 +216,27 @@ pub(crate) fn upsert(
     Ok(UpsertOutcome::Added { job_id, delay })
 }
 
-/// Removes the pending iteration `job_id` if it has not started (delayed, prioritized or
-/// waiting), with its keys and deduplication window; no event, as Node's upsert.
-fn remove_unstarted(queues: &mut Queues, base: &str, job_id: &str, clock: u64) -> bool {
+/// Whether the pending iteration `job_id` has not started: delayed, prioritized or waiting.
+/// Node looks for a waiting one in the legacy `paused` list when the queue is paused; this
+/// backend never writes that list, so a waiting iteration of a paused queue counts as started
+/// and stays, as it does there.
+fn is_unstarted(q: &QueueState, job_id: &str) -> bool {
+    q.jobs.contains_key(job_id)
+        && (q.delayed.score(job_id).is_some()
+            || q.prioritized.score(job_id).is_some()
+            || (!q.is_paused() && q.wait.iter().any(|w| w == job_id)))
+}
+
+/// Removes the unstarted pending iteration `job_id` with its keys and deduplication window;
+/// no event, as Node's upsert.
+fn remove_unstarted(queues: &mut Queues, base: &str, job_id: &str, clock: u64) {
     let q = queues.queue(base);
-    let removed = if q.delayed.score(job_id).is_some() {
-        q.delayed.remove(job_id)
-    } else if q.prioritized.score(job_id).is_some() {
-        q.prioritized.remove(job_id)
-    } else if q.is_paused() {
-        // Node looks in the legacy `paused` list when the queue is paused; this backend never
-        // writes that list, so a waiting iteration of a paused queue stays, as it does there.
-        false
-    } else {
-        match q.wait.iter().position(|w| w == job_id) {
-            Some(at) => {
-                q.wait.remove(at);
-                true
-            }
-            None => false,
+    if !q.delayed.remove(job_id) && !q.prioritized.remove(job_id) {
+        if let Some(at) = q.wait.iter().position(|w| w == job_id) {
+            q.wait.remove(at);
         }
-    };
-    if removed {
-        purge(queues, base, job_id, clock);
     }
-    removed
+    purge(queues, base, job_id, clock);
 }
 
 /// `storeJobScheduler`: the zset score, and the hash rewritten from scratch.
