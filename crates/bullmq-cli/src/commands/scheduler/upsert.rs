@@ -183,9 +183,10 @@ fn as_text(
                 local_time_and_relative(runs_at, now),
             )
         }
+        // Node writes no iteration then (and, for a new id, no scheduler either).
         None => format!(
-            "upserted job scheduler {id} on {queue}\n\
-             no iteration created: its limit is reached or no run is left before its end date\n"
+            "no iteration created for job scheduler {id} on {queue}: its limit is reached or no \
+             run is left before its end date\n"
         ),
     }
 }
