@@ -6,6 +6,7 @@
 mod commands;
 mod local_redis;
 mod output;
+mod time_text;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -53,6 +54,10 @@ enum Command {
     /// A queue's events, one line per event: follow them live (`--from 0` replays the stream
     /// first), or `--no-follow` to replay the stream and exit.
     Events(commands::events::EventsArgs),
+    /// The job schedulers of a queue, soonest next run first.
+    Schedulers(commands::schedulers::SchedulersArgs),
+    /// Create, replace (`scheduler upsert`) or remove (`scheduler remove`) one job scheduler.
+    Scheduler(commands::scheduler::SchedulerArgs),
     /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
     /// live progress and a summary (starts a local redis-server when none answers).
     Demo(commands::demo::DemoArgs),
@@ -85,6 +90,8 @@ async fn main() -> ExitCode {
         Command::Stats(args) => commands::stats::run(&ctx, args).await,
         Command::Add(args) => commands::add::run(&ctx, *args).await,
         Command::Events(args) => commands::events::run(&ctx, args).await,
+        Command::Schedulers(args) => commands::schedulers::run(&ctx, args).await,
+        Command::Scheduler(args) => commands::scheduler::run(&ctx, args).await,
         Command::Demo(args) => commands::demo::run(&ctx, args).await,
     };
     match outcome {

@@ -25,6 +25,34 @@ pub(crate) fn two_columns(rows: &[(String, String)]) -> String {
     out
 }
 
+/// Formats `rows` under `headers` as left-aligned columns, each padded to its widest cell and
+/// separated by two spaces; the last column is not padded (no trailing blanks).
+pub(crate) fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, (cell, width)) in cells.zip(&widths).enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            text.push_str(&format!("{cell:<width$}"));
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut headers.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
 /// The error and its causes joined with `: `, skipping a cause whose text the previous message
 /// already contains (many library errors embed their source in their own message).
 pub(crate) fn error_chain(error: &anyhow::Error) -> String {
@@ -56,6 +84,24 @@ mod tests {
         let inner = std::io::Error::other("bad id");
         let error = anyhow::Error::new(Outer(inner)).context("could not add");
         assert_eq!(error_chain(&error), "could not add: invalid job: bad id");
+    }
+
+    #[test]
+    fn table_aligns_every_column_under_its_header() {
+        let rows = vec![
+            vec!["a".to_string(), "every 5s".to_string(), "-".to_string()],
+            vec![
+                "long-id".to_string(),
+                "0 9 * * *".to_string(),
+                "x".to_string(),
+            ],
+        ];
+        assert_eq!(
+            table(&["ID", "SCHEDULE", "TZ"], &rows),
+            "ID       SCHEDULE   TZ\n\
+             a        every 5s   -\n\
+             long-id  0 9 * * *  x\n"
+        );
     }
 
     #[test]

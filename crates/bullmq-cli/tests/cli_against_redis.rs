@@ -1,5 +1,6 @@
 //! The `bullmq` binary against the Redis at `REDIS_URL`: `add` writes what the flags say, `stats`
-//! reports it, bad input fails with a readable message and writes nothing.
+//! reports it, `scheduler upsert` / `schedulers` / `scheduler remove` manage job schedulers, bad
+//! input fails with a readable message and writes nothing.
 
 use std::process::{Command, Output};
 
@@ -160,4 +161,272 @@ async fn stats_counts_connections_named_like_node_workers() {
     for client in [named, unnamed, other] {
         client.quit().await.unwrap();
     }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `bullmq` expecting a refusal: exit 1 and one `error:` line naming `mentions`.
+fn assert_refused(output: &Output, mentions: &str) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(mentions), "{stderr} lacks {mentions:?}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[tokio::test]
+async fn schedulers_are_upserted_listed_and_removed() {
+    let prefix = format!("cli-test-sched-{}", std::process::id());
+    let p = |args: &[&str]| {
+        let mut all = vec!["--prefix", prefix.as_str()];
+        all.extend_from_slice(args);
+        bullmq(&all)
+    };
+
+    // An `every` scheduler with data: JSON names the pending iteration and the record.
+    let every = json_of(&p(&[
+        "--json",
+        "scheduler",
+        "upsert",
+        "pings",
+        "beat",
+        "--every",
+        "5s",
+        "--name",
+        "ping",
+        "--data",
+        r#"{"host":"db"}"#,
+        "--opts",
+        r#"{"attempts":2}"#,
+    ]));
+    assert!(
+        every["jobId"].as_str().unwrap().starts_with("repeat:beat:"),
+        "{every}"
+    );
+    assert!(every["delay"].as_u64().unwrap() <= 5_000, "{every}");
+    assert_eq!(every["scheduler"]["key"], "beat");
+    assert_eq!(every["scheduler"]["name"], "ping");
+    assert_eq!(every["scheduler"]["every"], 5_000);
+    assert_eq!(every["scheduler"]["iterationCount"], 1);
+    assert_eq!(every["scheduler"]["template"]["data"]["host"], "db");
+    assert_eq!(every["scheduler"]["template"]["opts"]["attempts"], 2);
+
+    // A cron scheduler read in Berlin: 09:00 there is 08:00 or 07:00 UTC (summer time).
+    let cron = json_of(&p(&[
+        "--json",
+        "scheduler",
+        "upsert",
+        "pings",
+        "report",
+        "--cron",
+        "0 9 * * 1-5",
+        "--tz",
+        "Europe/Berlin",
+        "--limit",
+        "5",
+        "--end",
+        "2099-01-01T00:00:00Z",
+    ]));
+    let next = cron["scheduler"]["next"].as_u64().unwrap();
+    let hour_utc = next % 86_400_000 / 3_600_000;
+    assert!(hour_utc == 8 || hour_utc == 7, "{cron}");
+    assert!(cron["delay"].as_u64().unwrap() > 0, "{cron}");
+    assert_eq!(cron["scheduler"]["pattern"], "0 9 * * 1-5");
+    assert_eq!(cron["scheduler"]["tz"], "Europe/Berlin");
+    assert_eq!(cron["scheduler"]["limit"], 5);
+    assert_eq!(cron["scheduler"]["endDate"], 4_070_908_800_000_u64);
+
+    // Text for people: the iteration, its state and when it runs.
+    let fast = p(&[
+        "scheduler",
+        "upsert",
+        "pings",
+        "fast",
+        "--every",
+        "500ms",
+        "--offset",
+        "100ms",
+    ]);
+    assert!(fast.status.success(), "{}", text(&fast.stderr));
+    let fast = text(&fast.stdout);
+    assert!(
+        fast.starts_with("upserted job scheduler fast on pings\n"),
+        "{fast}"
+    );
+    assert!(fast.contains("next iteration: job repeat:fast:"), "{fast}");
+    assert!(
+        fast.contains("(delayed)") || fast.contains("(waiting)"),
+        "{fast}"
+    );
+
+    // The table: a header, one row a scheduler, soonest first.
+    let listed = p(&["schedulers", "pings"]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let table = text(&listed.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(lines[0].starts_with("ID "), "{table}");
+    for column in ["SCHEDULE", "TZ", "NEXT RUN", "ITERATIONS", "LIMIT", "END"] {
+        assert!(lines[0].contains(column), "{table}");
+    }
+    assert!(table.contains("every 5s"), "{table}");
+    assert!(table.contains("every 500ms (+100ms offset)"), "{table}");
+    let report = lines.iter().find(|l| l.starts_with("report ")).unwrap();
+    assert!(report.contains("0 9 * * 1-5"), "{table}");
+    assert!(report.contains("Europe/Berlin"), "{table}");
+    assert!(report.contains("(in "), "{table}");
+    assert!(
+        lines[3].starts_with("report "),
+        "the cron run is the latest: {table}"
+    );
+
+    // JSON: Node's JobSchedulerJson records, soonest first.
+    let records = json_of(&p(&["--json", "schedulers", "pings"]));
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len(), 3);
+    let nexts: Vec<u64> = records
+        .iter()
+        .map(|r| r["next"].as_u64().unwrap())
+        .collect();
+    assert!(nexts.windows(2).all(|w| w[0] <= w[1]), "{nexts:?}");
+    let report = records.iter().find(|r| r["key"] == "report").unwrap();
+    for field in [
+        "key",
+        "name",
+        "next",
+        "iterationCount",
+        "limit",
+        "endDate",
+        "tz",
+        "pattern",
+    ] {
+        assert!(report.get(field).is_some(), "{report} lacks {field}");
+    }
+    let fast = records.iter().find(|r| r["key"] == "fast").unwrap();
+    assert_eq!(fast["every"], 500);
+    assert_eq!(fast["offset"], 100);
+
+    // Refusals: Node's messages (or the flag at fault), exit 1, nothing written.
+    let keys_before = keys_under(&prefix).await;
+    assert_refused(
+        &p(&[
+            "scheduler",
+            "upsert",
+            "pings",
+            "bad",
+            "--every",
+            "5s",
+            "--cron",
+            "* * * * *",
+        ]),
+        "Both .pattern and .every options are defined for this repeatable job",
+    );
+    assert_refused(
+        &p(&["scheduler", "upsert", "pings", "bad"]),
+        "Either .pattern or .every options must be defined",
+    );
+    assert_refused(
+        &p(&[
+            "scheduler",
+            "upsert",
+            "pings",
+            "bad",
+            "--every",
+            "5s",
+            "--end",
+            "2001-01-01T00:00:00Z",
+        ]),
+        "End date must be greater than current timestamp",
+    );
+    assert_refused(
+        &p(&[
+            "scheduler",
+            "upsert",
+            "pings",
+            "bad",
+            "--every",
+            "5s",
+            "--data",
+            "{oops",
+        ]),
+        "--data is not JSON",
+    );
+    assert_refused(
+        &p(&[
+            "scheduler",
+            "upsert",
+            "pings",
+            "bad",
+            "--cron",
+            "0 * * * *",
+            "--tz",
+            "Mars/Olympus",
+        ]),
+        "unknown time zone \"Mars/Olympus\"",
+    );
+    assert_refused(
+        &p(&[
+            "scheduler",
+            "upsert",
+            "pings",
+            "bad",
+            "--every",
+            "5s",
+            "--opts",
+            r#"{"jobId":"x"}"#,
+        ]),
+        "`jobId` is not allowed",
+    );
+    assert_eq!(keys_under(&prefix).await, keys_before);
+    // A duration the parser cannot read is a usage error, as for `add --backoff`.
+    let typo = p(&["scheduler", "upsert", "pings", "bad", "--every", "5 sec"]);
+    assert_eq!(typo.status.code(), Some(2), "{}", text(&typo.stderr));
+    assert!(
+        text(&typo.stderr).contains("500ms, 5s"),
+        "{}",
+        text(&typo.stderr)
+    );
+
+    // Removal: a message, then "not found" is exit 1; --json says which.
+    let removed = p(&["scheduler", "remove", "pings", "beat"]);
+    assert!(removed.status.success(), "{}", text(&removed.stderr));
+    assert_eq!(
+        text(&removed.stdout),
+        "removed job scheduler beat from pings\n"
+    );
+    let again = p(&["scheduler", "remove", "pings", "beat"]);
+    assert_refused(&again, "no job scheduler \"beat\" on queue \"pings\"");
+    assert!(again.stdout.is_empty());
+    let missing = p(&["--json", "scheduler", "remove", "pings", "beat"]);
+    assert_eq!(missing.status.code(), Some(1));
+    let missing: Value = serde_json::from_slice(&missing.stdout).unwrap();
+    assert_eq!(missing, serde_json::json!({"removed": false}));
+    assert_eq!(
+        json_of(&p(&["--json", "scheduler", "remove", "pings", "fast"])),
+        serde_json::json!({"removed": true})
+    );
+    let left = json_of(&p(&["--json", "schedulers", "pings"]));
+    assert_eq!(left.as_array().unwrap().len(), 1, "{left}");
+    assert_eq!(left[0]["key"], "report");
+
+    delete_under(&prefix).await;
+}
+
+#[tokio::test]
+async fn an_empty_scheduler_list_says_so_and_writes_nothing() {
+    let prefix = format!("cli-test-sched-none-{}", std::process::id());
+    let out = bullmq(&["--prefix", &prefix, "schedulers", "quiet"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "no job schedulers on queue quiet\n");
+    let json = json_of(&bullmq(&[
+        "--prefix",
+        &prefix,
+        "--json",
+        "schedulers",
+        "quiet",
+    ]));
+    assert_eq!(json, serde_json::json!([]));
+    assert_eq!(keys_under(&prefix).await, Vec::<String>::new());
 }

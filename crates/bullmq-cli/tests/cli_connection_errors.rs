@@ -97,9 +97,12 @@ fn free_port() -> u16 {
 }
 
 /// Every command that talks to Redis (the demo starts its own server when none answers).
-const COMMANDS: [&[&str]; 5] = [
+const COMMANDS: [&[&str]; 8] = [
     &["stats", "q"],
     &["add", "q", "job"],
+    &["schedulers", "q"],
+    &["scheduler", "upsert", "q", "s", "--every", "1s"],
+    &["scheduler", "remove", "q", "s"],
     &["events", "q"],
     &["events", "q", "--no-follow"],
     &["events", "q", "--follow", "--count", "1"],

@@ -3,6 +3,8 @@
 pub(crate) mod add;
 pub(crate) mod demo;
 pub(crate) mod events;
+pub(crate) mod scheduler;
+pub(crate) mod schedulers;
 pub(crate) mod stats;
 
 /// What every command gets from the global options.
