@@ -10,6 +10,8 @@ mod plan;
 mod record;
 mod repeat;
 
+/// A zone of the tz database, for [`Repeat::time_zone`].
+pub use chrono_tz::Tz;
 pub use every::every_next_millis;
 pub use plan::{
     has_legacy_repeat_key_shape, iteration_job_id, plan_next_iteration, plan_upsert,

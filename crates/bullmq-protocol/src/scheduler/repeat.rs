@@ -116,6 +116,19 @@ impl Repeat {
         self
     }
 
+    /// Reads the pattern in the tz-database zone `tz`, typed (no validation left to do).
+    ///
+    /// ```
+    /// use bullmq_protocol::scheduler::{Repeat, Tz};
+    /// let r = Repeat::cron("0 9 * * *").time_zone(Tz::America__New_York);
+    /// assert_eq!(r.tz.as_deref(), Some("America/New_York"));
+    /// ```
+    #[must_use]
+    pub fn time_zone(mut self, tz: chrono_tz::Tz) -> Self {
+        self.tz = Some(tz.name().to_owned());
+        self
+    }
+
     /// Shifts every `every` slot by `offset`.
     #[must_use]
     pub fn offset(mut self, offset: Duration) -> Self {
