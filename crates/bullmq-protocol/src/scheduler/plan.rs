@@ -186,12 +186,7 @@ pub fn validate_upsert(
     if repeat.end_date.is_some_and(|end| end < now_ms) {
         return Err(SchedulerError::EndDateInPast);
     }
-    let every = repeat.every.filter(|e| *e > 0);
-    match (&repeat.pattern, every) {
-        (Some(_), Some(_)) => return Err(SchedulerError::PatternAndEvery),
-        (None, None) => return Err(SchedulerError::NoPatternOrEvery),
-        _ => {}
-    }
+    one_schedule(repeat)?;
     if repeat.immediately == Some(true) && repeat.start_date.is_some() {
         return Err(SchedulerError::ImmediatelyAndStartDate);
     }
@@ -308,12 +303,7 @@ pub fn plan_next_iteration(
             })
         }
     };
-    let every = repeat.every.filter(|e| *e > 0);
-    match (&repeat.pattern, every) {
-        (Some(_), Some(_)) => return Err(SchedulerError::PatternAndEvery),
-        (None, None) => return Err(SchedulerError::NoPatternOrEvery),
-        _ => {}
-    }
+    let every = one_schedule(&repeat)?;
     let iteration = repeat.count.map_or(1, |c| c + 1);
     if repeat.limit.is_some_and(|limit| iteration > limit) {
         return Ok(None);
@@ -370,6 +360,16 @@ pub fn has_legacy_repeat_key_shape(key: &str) -> bool {
         return false;
     }
     !suffix.is_empty() && (suffix.contains(' ') || numeric(suffix))
+}
+
+/// Exactly one of a pattern and a non-zero interval; the interval when it is one.
+fn one_schedule(repeat: &Repeat) -> Result<Option<u64>, SchedulerError> {
+    let every = repeat.every.filter(|e| *e > 0);
+    match (&repeat.pattern, every) {
+        (Some(_), Some(_)) => Err(SchedulerError::PatternAndEvery),
+        (None, None) => Err(SchedulerError::NoPatternOrEvery),
+        _ => Ok(every),
+    }
 }
 
 /// Node's `defaultRepeatStrategy`: the first cron run after `max(now, start_date)`, or now
