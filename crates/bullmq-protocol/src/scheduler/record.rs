@@ -196,7 +196,7 @@ fn parse_number(raw: &str) -> Option<u64> {
     let f: f64 = raw.parse().ok()?;
     // Truncation is intended: Node reads these with parseInt.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    (f.is_finite() && f >= 0.0 && f < 1.8e19).then_some(f as u64)
+    (0.0..1.8e19).contains(&f).then_some(f as u64)
 }
 
 #[cfg(test)]
