@@ -11,6 +11,8 @@
 //! chosen so that everything else is the same whenever the runs happen (slots far from now).
 
 mod common;
+mod scheduler_common;
+mod worker_common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -824,4 +826,216 @@ async fn pending_iteration(raw: &Client, queue: &str, id: &str) -> Result<String
     let score: Option<f64> = raw.zscore(format!("bull:{queue}:repeat"), id).await?;
     let score = score.context("no such scheduler")?;
     Ok(format!("repeat:{id}:{}", score as u64))
+}
+
+/// Creates a bare job hash at `bull:{queue}:{job_id}` (an earlier scheduler's finished
+/// iteration, for the collision checks of an upsert).
+async fn occupy(raw: &Client, queue: &str, job_id: &str) -> Result<()> {
+    let _: i64 = raw
+        .hset(format!("bull:{queue}:{job_id}"), ("name", "old"))
+        .await?;
+    Ok(())
+}
+
+const HOUR: u64 = 3_600_000;
+
+#[tokio::test]
+async fn iteration_id_collisions_are_handled_as_node_does() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let mut pair = Pair::new("collide").await?;
+    // Cron: the next run's id is taken: refused (Node -10), nothing stored.
+    let start = (now_ms() + 3 * DAY) / HOUR * HOUR + 600_000;
+    let next = start - 600_000 + HOUR;
+    for queue in [&pair.a, &pair.b] {
+        occupy(&pair.raw, queue, &format!("repeat:c:{next}")).await?;
+    }
+    let cron = json!({"pattern": "0 * * * *", "startDate": start});
+    let (n, _) = node_upsert(&pair.a, "c", &cron, &json!({"name": "c"})).await?;
+    let (r, _) = rust_upsert(&pair.q, "c", &cron, &json!({"name": "c"})).await?;
+    let message = n["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("Node accepted: {n}"));
+    assert!(message.starts_with("Cannot create job scheduler iteration - job ID already exists"));
+    assert!(
+        r["error"].as_str().unwrap_or("").starts_with(message),
+        "ours: {r}, Node: {message}"
+    );
+
+    // Every: taken slots are walked past, up to 32 of them.
+    let every = MINUTE;
+    for i in 0..31 {
+        for queue in [&pair.a, &pair.b] {
+            occupy(&pair.raw, queue, &format!("repeat:w:{}", start + i * every)).await?;
+        }
+    }
+    let walk = json!({"every": every, "startDate": start});
+    pair.upsert("w", walk, json!({"name": "w"})).await?;
+    let snap = pair.assert_same("slots walked").await?;
+    assert_eq!(
+        snap["repeat"],
+        json!([["w", (start + 31 * every) as f64]]),
+        "{snap:?}"
+    );
+
+    // 33 taken slots: refused (Node -11).
+    for i in 0..33 {
+        for queue in [&pair.a, &pair.b] {
+            occupy(
+                &pair.raw,
+                queue,
+                &format!("repeat:busy:{}", start + i * every),
+            )
+            .await?;
+        }
+    }
+    let busy = json!({"every": every, "startDate": start});
+    let (n, _) = node_upsert(&pair.a, "busy", &busy, &json!({"name": "b"})).await?;
+    let (r, _) = rust_upsert(&pair.q, "busy", &busy, &json!({"name": "b"})).await?;
+    let message = n["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("Node accepted: {n}"));
+    assert!(message.starts_with("Cannot create job scheduler iteration - current and next"));
+    assert!(
+        r["error"].as_str().unwrap_or("").starts_with(message),
+        "ours: {r}, Node: {message}"
+    );
+    pair.assert_same("after the refusals").await?;
+    pair.close().await
+}
+
+/// The keys about scheduler `id` and its iteration at `millis` in a snapshot: the scheduler,
+/// its score, the iteration's hash, the delayed set and the iteration's events.
+fn iteration_view(snap: &BTreeMap<String, Json>, id: &str, millis: u64) -> Json {
+    let job_id = format!("repeat:{id}:{millis}");
+    let events: Vec<&Json> = snap["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e[1].to_string().contains(&job_id))
+        .collect();
+    json!({
+        "repeat": snap.get("repeat"),
+        "scheduler": snap.get(&format!("repeat:{id}")),
+        "iteration": snap.get(&job_id),
+        "delayed": snap.get("delayed"),
+        "events": events,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_iterations_created_by_our_worker_match_node_workers() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    // First runs at a fixed time a few seconds ahead, so the iteration each worker creates
+    // when it starts the first one is deterministic: one interval (or cron step) later.
+    let start = (now_ms() + 4000) / 5000 * 5000 + 1000;
+    let template = json!({"name": "it", "data": {"d": [1, {"x": true}]},
+        "opts": {"attempts": 3, "backoff": {"type": "exponential", "delay": 100},
+                 "removeOnComplete": 10, "removeOnFail": {"count": 5}}});
+    let cases = [
+        (
+            "ev",
+            json!({"every": MINUTE, "startDate": start, "limit": 5, "endDate": start + DAY}),
+            start,
+            start + MINUTE,
+        ),
+        // First match after the start, then the next one.
+        (
+            "cr",
+            json!({"pattern": "*/5 * * * * *", "tz": "Europe/Berlin", "startDate": start}),
+            start + 4000,
+            start + 9000,
+        ),
+    ];
+    for (id, repeat, first, second) in cases {
+        let mut pair = Pair::new(&format!("next-{id}")).await?;
+        pair.upsert(id, repeat.clone(), template.clone()).await?;
+        let before = pair.assert_same("first iteration").await?;
+        assert!(
+            before.contains_key(&format!("repeat:{id}:{first}")),
+            "{before:?}"
+        );
+
+        let lo = now_ms();
+        let node_queue = pair.a.clone();
+        let node = tokio::spawn(async move {
+            run_node(
+                "run_worker.js",
+                &json!({"queue": node_queue, "stopAfter": 1, "timeoutMs": 60000}),
+            )
+            .await
+        });
+        let (worker, log) = scheduler_common::recording_worker(&pair.b, "rust").await?;
+        worker_common::wait_finished(&pair.b, 1, Duration::from_secs(60)).await?;
+        let report = node.await??;
+        worker.close().await?;
+        let w = Window { lo, hi: now_ms() };
+        pair.wa.0.push(w);
+        pair.wb.0.push(w);
+        assert_eq!(report["stoppedBy"], json!("count"), "{report}");
+        assert_eq!(scheduler_common::started_of(&log).len(), 1);
+
+        let node_snap = snapshot(&pair.raw, &pair.a, &pair.wa).await?;
+        let our_snap = snapshot(&pair.raw, &pair.b, &pair.wb).await?;
+        let theirs = iteration_view(&node_snap, id, second);
+        assert!(
+            !theirs["iteration"].is_null(),
+            "Node created no {second}: {node_snap:?}"
+        );
+        assert_eq!(iteration_view(&our_snap, id, second), theirs, "{repeat}");
+        assert_eq!(theirs["iteration"]["opts"]["repeat"]["count"], json!(2));
+        assert_eq!(theirs["scheduler"]["ic"], json!("2"));
+        pair.close().await?;
+    }
+    Ok(())
+}
+
+/// A known divergence, pinned so a change on either side shows: updating a scheduler whose
+/// pending iteration waits in a paused queue. Node 6.7.0's `addJobScheduler` looks for it in
+/// the legacy `paused` list (BullMQ 6 keeps paused jobs in `wait`), does not find it, and adds
+/// a second iteration one interval later, leaving the stale one waiting with the old data. We
+/// remove it from `wait` and replace it in the same slot, as Node does for an unpaused queue.
+#[tokio::test]
+async fn updates_in_a_paused_queue_replace_the_waiting_iteration() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let pair = Pair::new("paused").await?;
+    run_node("admin.js", &json!({"queue": pair.a, "op": "pause"})).await?;
+    pair.q.pause().await?;
+    let repeat = json!({"every": MINUTE});
+    for v in [1, 2] {
+        let template = json!({"name": "p", "data": {"v": v}});
+        node_upsert(&pair.a, "p", &repeat, &template).await?;
+        rust_upsert(&pair.q, "p", &repeat, &template).await?;
+    }
+    let node_wait: Vec<String> = pair
+        .raw
+        .lrange(format!("bull:{}:wait", pair.a), 0, -1)
+        .await?;
+    let node_delayed: i64 = pair.raw.zcard(format!("bull:{}:delayed", pair.a)).await?;
+    assert_eq!(
+        (node_wait.len(), node_delayed),
+        (1, 1),
+        "Node: stale waiting + new delayed"
+    );
+    let our_wait: Vec<String> = pair
+        .raw
+        .lrange(format!("bull:{}:wait", pair.b), 0, -1)
+        .await?;
+    let our_delayed: i64 = pair.raw.zcard(format!("bull:{}:delayed", pair.b)).await?;
+    assert_eq!(
+        (our_wait.len(), our_delayed),
+        (1, 0),
+        "ours: replaced in place"
+    );
+    let data: Option<String> = pair
+        .raw
+        .hget(format!("bull:{}:{}", pair.b, our_wait[0]), "data")
+        .await?;
+    assert_eq!(data.as_deref(), Some(r#"{"v":2}"#));
+    pair.close().await
 }
