@@ -511,6 +511,23 @@ async fn cron_with_time_zones_leaves_the_same_state_as_node() -> Result<()> {
         json!({"name": "n", "data": {"x": null}}),
     )
     .await?;
+    // `immediately`: a cron scheduler's first run is now (and the flag is not stored).
+    let snap = single(
+        "cron-now",
+        "now",
+        json!({"pattern": "0 0 * * *", "immediately": true}),
+        json!({"name": "n"}),
+    )
+    .await?;
+    assert_eq!(snap["wait"], json!(["repeat:now:<now>"]), "{snap:?}");
+    // With `every` it changes nothing (Node only warns).
+    single(
+        "every-now",
+        "evnow",
+        json!({"every": MINUTE, "offset": far_offset(MINUTE), "immediately": true}),
+        json!({"name": "n"}),
+    )
+    .await?;
     // Seconds field.
     away_from_boundary(60_000, 10_000).await;
     single(
@@ -570,6 +587,20 @@ async fn limit_start_and_end_dates_leave_the_same_state_as_node() -> Result<()> 
         json!({"name": "e"}),
     )
     .await?;
+    // A count given by the user: the iteration is number count + 1.
+    let snap = single(
+        "count",
+        "cnt",
+        json!({"every": MINUTE, "offset": far_offset(MINUTE), "limit": 5, "count": 3}),
+        json!({"name": "c"}),
+    )
+    .await?;
+    let job = snap
+        .iter()
+        .find(|(k, _)| k.starts_with("repeat:cnt:"))
+        .unwrap()
+        .1;
+    assert_eq!(job["opts"]["repeat"]["count"], json!(4), "{job}");
     // A limit already reached (count = limit) creates nothing on either side.
     let mut pair = Pair::new("limit-reached").await?;
     let out = pair
@@ -1037,5 +1068,63 @@ async fn updates_in_a_paused_queue_replace_the_waiting_iteration() -> Result<()>
         .hget(format!("bull:{}:{}", pair.b, our_wait[0]), "data")
         .await?;
     assert_eq!(data.as_deref(), Some(r#"{"v":2}"#));
+    pair.close().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_while_an_iteration_runs_replaces_the_next_one_as_node_does() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let start = (now_ms() + 3000) / 1000 * 1000;
+    let mut pair = Pair::new("active").await?;
+    let repeat = json!({"every": MINUTE, "startDate": start});
+    pair.upsert(
+        "act",
+        repeat.clone(),
+        json!({"name": "a", "data": {"sleepMs": 6000}}),
+    )
+    .await?;
+    let lo = now_ms();
+    let node_queue = pair.a.clone();
+    let node = tokio::spawn(async move {
+        run_node(
+            "run_worker.js",
+            &json!({"queue": node_queue, "stopAfter": 1, "timeoutMs": 60000}),
+        )
+        .await
+    });
+    let (worker, _log) = scheduler_common::recording_worker(&pair.b, "rust").await?;
+    // Both first iterations running, and their next ones created by the workers.
+    for queue in [pair.a.clone(), pair.b.clone()] {
+        common::eventually("iteration running", Duration::from_secs(30), || {
+            let queue = queue.clone();
+            async move {
+                worker_common::count(&queue, "active").await.unwrap_or(0) == 1
+                    && worker_common::count(&queue, "delayed").await.unwrap_or(0) == 1
+            }
+        })
+        .await?;
+    }
+    // The update replaces the delayed next iteration in its slot; the running one goes on.
+    pair.upsert("act", repeat, json!({"name": "b", "data": {"v": 2}}))
+        .await?;
+    let w = Window { lo, hi: now_ms() };
+    pair.wa.0.push(w);
+    pair.wb.0.push(w);
+    let node_snap = snapshot(&pair.raw, &pair.a, &pair.wa).await?;
+    let our_snap = snapshot(&pair.raw, &pair.b, &pair.wb).await?;
+    let second = start + MINUTE;
+    let theirs = iteration_view(&node_snap, "act", second);
+    assert_eq!(
+        theirs["iteration"]["data"],
+        json!({"v": 2}),
+        "{node_snap:?}"
+    );
+    assert_eq!(iteration_view(&our_snap, "act", second), theirs);
+    assert_eq!(our_snap.get("active"), node_snap.get("active"));
+    node.await??;
+    worker_common::wait_finished(&pair.b, 1, Duration::from_secs(30)).await?;
+    worker.close().await?;
     pair.close().await
 }
