@@ -1128,3 +1128,98 @@ async fn an_update_while_an_iteration_runs_replaces_the_next_one_as_node_does() 
     worker.close().await?;
     pair.close().await
 }
+
+#[tokio::test]
+async fn stale_and_legacy_entries_are_read_as_node_does() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let pair = Pair::new("legacy").await?;
+    let far = (now_ms() + 9 * DAY) as f64;
+    for queue in [&pair.a, &pair.b] {
+        // A scheduler whose hash is gone, and a BullMQ 5 repeatable job (no hash either).
+        let _: i64 = pair
+            .raw
+            .zadd(
+                format!("bull:{queue}:repeat"),
+                None,
+                None,
+                false,
+                false,
+                (far, "stale"),
+            )
+            .await?;
+        let _: i64 = pair
+            .raw
+            .zadd(
+                format!("bull:{queue}:repeat"),
+                None,
+                None,
+                false,
+                false,
+                (far + 1.0, "name:id::UTC:5000"),
+            )
+            .await?;
+    }
+    for queue in [&pair.a, &pair.b] {
+        let q = open_queue(queue).await?;
+        // One legacy key: Node's getter refuses it with the migration message.
+        let node = run_node(
+            "schedulers.js",
+            &json!({"queue": queue, "op": "get", "id": "name:id::UTC:5000"}),
+        )
+        .await?;
+        let message = node["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("Node read it: {node}"));
+        let ours = q.get_job_scheduler("name:id::UTC:5000").await;
+        let ours = ours
+            .expect_err("a legacy repeatable job is not a scheduler")
+            .to_string();
+        assert!(ours.contains(message), "ours: {ours}\nNode: {message}");
+        // A stale id reads as none.
+        let node = run_node(
+            "schedulers.js",
+            &json!({"queue": queue, "op": "get", "id": "stale"}),
+        )
+        .await?;
+        assert_eq!(node["result"], json!(null));
+        assert!(q.get_job_scheduler("stale").await?.is_none());
+        let count = run_node("schedulers.js", &json!({"queue": queue, "op": "count"})).await?;
+        assert_eq!(json!(q.get_job_schedulers_count().await?), count["result"]);
+        q.close().await?;
+    }
+    // Listing: a legacy entry in the range fails the whole read with the migration message,
+    // and is left in place. (Node also starts deleting the stale entry, but its script closes
+    // the connection on the error first; we delete it.)
+    let node = run_node("schedulers.js", &json!({"queue": pair.a, "op": "list"})).await?;
+    let q = open_queue(&pair.b).await?;
+    let ours = q.get_job_schedulers(0, -1, true).await;
+    let message = node["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("Node listed {node}"));
+    let ours = ours
+        .expect_err("the legacy entry fails the listing")
+        .to_string();
+    assert!(ours.contains(message), "ours: {ours}\nNode: {message}");
+    q.close().await?;
+    for queue in [&pair.a, &pair.b] {
+        let left: Vec<String> = pair
+            .raw
+            .zrange(
+                format!("bull:{queue}:repeat"),
+                0,
+                -1,
+                None,
+                false,
+                None,
+                false,
+            )
+            .await?;
+        assert!(
+            left.contains(&"name:id::UTC:5000".to_owned()),
+            "{queue}: {left:?}"
+        );
+    }
+    pair.close().await
+}
