@@ -13,6 +13,7 @@ mod scheduler_common;
 mod worker_common;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -365,5 +366,149 @@ async fn a_retried_iteration_creates_no_second_next_one() -> Result<()> {
         assert!(starts.iter().any(|f| f.id == s.id && f.attempts_made == 0));
     }
     q.close().await?;
+    cleanup(&queue).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_schedulers_cross_implementations() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    // Created by Node in a time zone, with iterations removed on completion: our Worker.
+    let queue = unique_queue("sc-cron-nr");
+    node_upsert(
+        &queue,
+        "tz",
+        json!({"pattern": "*/1 * * * * *", "tz": "America/New_York"}),
+        json!({"name": "c", "opts": {"removeOnComplete": true}}),
+    )
+    .await?;
+    let (worker, log) = recording_worker(&queue, "rust").await?;
+    wait_for("5 iterations", 60, || started_of(&log).len() >= 5).await?;
+    let q = open_queue(&queue).await?;
+    assert!(q.remove_job_scheduler("tz").await?);
+    settled(&queue).await?;
+    worker.close().await?;
+    let millis = assert_on_schedule("tz", 1000, &started_of(&log));
+    assert!(
+        millis.len() >= 5 && millis.iter().all(|m| m % 1000 == 0),
+        "{millis:?}"
+    );
+    assert_eq!(
+        worker_common::count(&queue, "completed").await?,
+        0,
+        "removed on completion"
+    );
+    q.close().await?;
+    cleanup(&queue).await?;
+
+    // Created by us: a Node Worker.
+    let queue = unique_queue("sc-cron-rn");
+    let q = open_queue(&queue).await?;
+    q.upsert_job_scheduler(
+        "tz",
+        Repeat::cron("*/1 * * * * *").tz("Europe/Berlin"),
+        SchedulerTemplate::new("c"),
+    )
+    .await?;
+    let report = run_node(
+        "run_worker.js",
+        &json!({"queue": queue, "stopAfter": 6, "timeoutMs": 60000}),
+    )
+    .await?;
+    assert!(q.remove_job_scheduler("tz").await?);
+    let millis = assert_on_schedule("tz", 1000, &started_of_node(&report));
+    assert!(millis.len() >= 5, "{report}");
+    q.close().await?;
+    cleanup(&queue).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_id_shaped_like_a_legacy_key_keeps_running() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    // `name:id:endDate:tz:every` is the shape of a BullMQ 5 repeatable-job key: workers check
+    // the scheduler hash (`ic`) before iterating, as Node's does.
+    let id = "daily:report::UTC:300";
+    let queue = unique_queue("sc-shape");
+    node_upsert(&queue, id, json!({"every": 300}), json!({"name": "r"})).await?;
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (worker, log) = recording_worker_with_errors(&queue, errors.clone()).await?;
+    wait_for("4 iterations", 60, || started_of(&log).len() >= 4).await?;
+    let q = open_queue(&queue).await?;
+    assert!(q.remove_job_scheduler(id).await?);
+    settled(&queue).await?;
+    worker.close().await?;
+    let millis = assert_on_schedule(id, 300, &started_of(&log));
+    assert!(millis.len() >= 4);
+    assert!(
+        errors.lock().unwrap().is_empty(),
+        "{:?}",
+        errors.lock().unwrap()
+    );
+    q.close().await?;
+    cleanup(&queue).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_repeatable_job_runs_once_and_is_reported() -> Result<()> {
+    // A BullMQ 5 repeatable job: the `repeat` entry has no hash and the job's `rjk` is a
+    // legacy key. It runs, but no next iteration is created, and the worker reports Node's
+    // migration message as an error (Node's Worker emits `error` with it).
+    let queue = unique_queue("sc-legacy");
+    let key = "tick:tick::UTC:1000";
+    let millis = now_ms();
+    let job_id = format!("repeat:{key}:{millis}");
+    let raw = raw_client().await?;
+    let _: i64 = fred::prelude::SortedSetsInterface::zadd(
+        &raw,
+        format!("bull:{queue}:repeat"),
+        None,
+        None,
+        false,
+        false,
+        (millis as f64, key),
+    )
+    .await?;
+    let opts = json!({"repeat": {"every": 1000, "count": 1}, "jobId": job_id, "repeatJobKey": key,
+                      "timestamp": millis, "delay": 0});
+    let _: i64 = fred::prelude::HashesInterface::hset(
+        &raw,
+        format!("bull:{queue}:{job_id}"),
+        vec![
+            ("name", "tick".to_owned()),
+            ("data", "{}".to_owned()),
+            ("opts", opts.to_string()),
+            ("timestamp", millis.to_string()),
+            ("delay", "0".to_owned()),
+            ("priority", "0".to_owned()),
+            ("rjk", key.to_owned()),
+        ],
+    )
+    .await?;
+    let _: i64 =
+        fred::prelude::ListInterface::lpush(&raw, format!("bull:{queue}:wait"), job_id.as_str())
+            .await?;
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (worker, log) = recording_worker_with_errors(&queue, errors.clone()).await?;
+    wait_for("the legacy job ran", 30, || started_of(&log).len() == 1).await?;
+    let seen = errors.clone();
+    wait_for("the error reported", 30, move || {
+        !seen.lock().unwrap().is_empty()
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    worker.close().await?;
+    assert_eq!(started_of(&log).len(), 1, "no next iteration");
+    let reported = errors.lock().unwrap().join("\n");
+    assert!(
+        reported.contains(&format!(
+            "Legacy repeatable job metadata is not supported in BullMQ v6 (key: \"{key}\")"
+        )),
+        "{reported}"
+    );
+    assert_eq!(added(&queue).await?.len(), 0, "nothing created");
+    fred::prelude::ClientLike::quit(&raw).await?;
     cleanup(&queue).await
 }

@@ -1223,3 +1223,29 @@ async fn stale_and_legacy_entries_are_read_as_node_does() -> Result<()> {
     }
     pair.close().await
 }
+
+#[tokio::test]
+async fn removal_leaves_a_waiting_iteration_as_node_does() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    // A first run due now waits in `wait`: removing the scheduler leaves it there (only a
+    // delayed pending iteration is deleted, with a `removed` event).
+    let mut pair = Pair::new("rm-wait").await?;
+    pair.upsert("rw", json!({"every": MINUTE}), json!({"name": "w"}))
+        .await?;
+    let removed = run_node(
+        "schedulers.js",
+        &json!({"queue": pair.a, "op": "remove", "id": "rw"}),
+    )
+    .await?;
+    assert_eq!(removed["result"], json!(true));
+    assert!(pair.q.remove_job_scheduler("rw").await?);
+    let snap = pair.assert_same("removed with a waiting iteration").await?;
+    assert_eq!(snap["wait"], json!(["repeat:rw:<now>"]), "{snap:?}");
+    assert!(
+        !snap.contains_key("repeat") && !snap.contains_key("repeat:rw"),
+        "{snap:?}"
+    );
+    pair.close().await
+}

@@ -30,6 +30,29 @@ pub type Log = Arc<Mutex<Vec<Started>>>;
 
 /// Our Worker with the data-driven processor, recording each start.
 pub async fn recording_worker(queue: &str, name: &str) -> Result<(WorkerHandle, Log)> {
+    spawn_recording(
+        queue,
+        name,
+        WorkerCallbacks::new().on_error(|e| eprintln!("worker error: {e}")),
+    )
+    .await
+}
+
+/// [`recording_worker`] that also collects the worker's errors.
+pub async fn recording_worker_with_errors(
+    queue: &str,
+    errors: Arc<Mutex<Vec<String>>>,
+) -> Result<(WorkerHandle, Log)> {
+    let callbacks =
+        WorkerCallbacks::new().on_error(move |e| errors.lock().unwrap().push(e.to_string()));
+    spawn_recording(queue, "rust", callbacks).await
+}
+
+async fn spawn_recording(
+    queue: &str,
+    name: &str,
+    callbacks: WorkerCallbacks,
+) -> Result<(WorkerHandle, Log)> {
     let log: Log = Arc::default();
     let seen = log.clone();
     let processor = move |job: Job, ctx: JobContext| {
@@ -42,7 +65,7 @@ pub async fn recording_worker(queue: &str, name: &str) -> Result<(WorkerHandle, 
     };
     let args = WorkerArgs::connect(&config(), queue, processor, WorkerOptions::new().name(name))
         .await?
-        .callbacks(WorkerCallbacks::new().on_error(|e| eprintln!("worker error: {e}")));
+        .callbacks(callbacks);
     Ok((Worker::spawn(args).await?, log))
 }
 
