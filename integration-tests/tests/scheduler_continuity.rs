@@ -512,3 +512,42 @@ async fn a_legacy_repeatable_job_runs_once_and_is_reported() -> Result<()> {
     fred::prelude::ClientLike::quit(&raw).await?;
     cleanup(&queue).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missed_runs_are_skipped_not_replayed() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    // No worker for several intervals: the first start creates the next iteration on the
+    // next slot after now (on the scheduler's grid), as Node's does, not one per missed slot.
+    for (label, on_node) in [("rust", false), ("node", true)] {
+        let queue = unique_queue(&format!("sc-missed-{label}"));
+        node_upsert(&queue, "late", json!({"every": 400}), json!({"name": "l"})).await?;
+        tokio::time::sleep(Duration::from_millis(2200)).await;
+        let resumed = now_ms();
+        let starts = if on_node {
+            let report = run_node(
+                "run_worker.js",
+                &json!({"queue": queue, "stopAfter": 4, "timeoutMs": 60000}),
+            )
+            .await?;
+            started_of_node(&report)
+        } else {
+            let (worker, log) = recording_worker(&queue, "rust").await?;
+            wait_for("4 iterations", 60, || started_of(&log).len() >= 4).await?;
+            worker.close().await?;
+            started_of(&log)
+        };
+        let q = open_queue(&queue).await?;
+        q.remove_job_scheduler("late").await?;
+        let millis = assert_on_schedule("late", 400, &starts);
+        assert!(millis.len() >= 4, "{label}: {millis:?}");
+        assert!(
+            millis[0] < resumed && millis[1] > resumed,
+            "{label}: {millis:?} resumed {resumed}"
+        );
+        q.close().await?;
+        cleanup(&queue).await?;
+    }
+    Ok(())
+}

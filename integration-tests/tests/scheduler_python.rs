@@ -143,9 +143,24 @@ async fn python_scheduler_keeps_running_on_our_worker() -> Result<()> {
     )
     .await?;
     assert!(out["result"]["id"].as_str().is_some(), "{out}");
+    // Python's scheduler read by us and by Node: the same.
+    let q = open_queue(&queue).await?;
+    if node_available() {
+        let node = run_node(
+            "schedulers.js",
+            &json!({"queue": queue, "op": "get", "id": "py"}),
+        )
+        .await?;
+        let ours = serde_json::to_value(q.get_job_scheduler("py").await?)?;
+        assert_eq!(ours, node["result"]);
+        assert_eq!(
+            ours["template"]["data"],
+            json!({"from": "python"}),
+            "{ours}"
+        );
+    }
     let (worker, log) = recording_worker(&queue, "rust").await?;
     wait_for("5 iterations", 60, || started_of(&log).len() >= 5).await?;
-    let q = open_queue(&queue).await?;
     assert!(q.remove_job_scheduler("py").await?);
     settled(&queue).await?;
     worker.close().await?;
