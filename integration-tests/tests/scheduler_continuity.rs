@@ -244,6 +244,36 @@ async fn end_date_stops_the_series() -> Result<()> {
     );
     let delayed = worker_common::count(&queue, "delayed").await?;
     assert_eq!(delayed, 0, "nothing pending after the end date");
+    cleanup(&queue).await?;
+
+    // Created by us, run by Node.
+    let queue = unique_queue("sc-end-rn");
+    let q = open_queue(&queue).await?;
+    let end = now_ms() + 2500;
+    q.upsert_job_scheduler(
+        "end",
+        Repeat::every(Duration::from_millis(300))
+            .end_date(std::time::UNIX_EPOCH + Duration::from_millis(end)),
+        SchedulerTemplate::new("e"),
+    )
+    .await?;
+    let report = run_node(
+        "run_worker.js",
+        &json!({"queue": queue, "idleMs": 2000, "timeoutMs": 60000}),
+    )
+    .await?;
+    let millis = assert_on_schedule("end", 300, &started_of_node(&report));
+    assert!(millis.len() >= 2, "{millis:?}");
+    assert!(
+        millis.iter().filter(|m| **m > end).count() <= 1,
+        "{millis:?} end {end}"
+    );
+    assert!(
+        millis.iter().all(|m| *m <= end + 300),
+        "{millis:?} end {end}"
+    );
+    assert_eq!(worker_common::count(&queue, "delayed").await?, 0);
+    q.close().await?;
     cleanup(&queue).await
 }
 
