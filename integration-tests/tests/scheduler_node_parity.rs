@@ -1311,3 +1311,49 @@ async fn unknown_time_zones_are_refused() -> Result<()> {
     );
     pair.close().await
 }
+
+#[tokio::test]
+async fn template_options_are_stored_as_node_stores_them() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let opts = json!({
+        "attempts": 5,
+        "backoff": {"type": "exponential", "delay": 1000, "jitter": 0.5},
+        "removeOnComplete": {"age": 3600, "count": 10},
+        "removeOnFail": true,
+        "keepLogs": 20,
+        "stackTraceLimit": 3,
+        "sizeLimit": 10000,
+        "priority": 2,
+        "lifo": true,
+    });
+    // Due now: prioritized (priority counter, marker).
+    let snap = single(
+        "opts-now",
+        "on",
+        json!({"every": MINUTE}),
+        json!({"name": "o", "data": {"big": "x".repeat(200)}, "opts": opts}),
+    )
+    .await?;
+    assert!(snap.contains_key("prioritized"), "{snap:?}");
+    // Delayed.
+    single(
+        "opts-later",
+        "ol",
+        json!({"every": MINUTE, "offset": far_offset(MINUTE)}),
+        json!({"name": "o", "opts": opts}),
+    )
+    .await?;
+    // Without priority, due now and lifo: pushed at the other end of `wait`.
+    let mut lifo = opts.clone();
+    lifo.as_object_mut().unwrap().remove("priority");
+    single(
+        "opts-lifo",
+        "lf",
+        json!({"every": MINUTE}),
+        json!({"name": "o", "opts": lifo}),
+    )
+    .await?;
+    Ok(())
+}
