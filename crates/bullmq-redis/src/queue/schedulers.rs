@@ -213,11 +213,14 @@ pub async fn get_job_scheduler(
 }
 
 /// Schedulers by next run. An entry without a hash is removed and skipped, as Node's getter
-/// does; a BullMQ 5 repeatable job (same zset, no hash) is skipped and left alone.
+/// does. A BullMQ 5 repeatable job in the range (same zset, no hash, a legacy key) is left
+/// alone and makes the whole read fail with Node's migration message, as Node 6.7.0's
+/// `getJobSchedulers` does (the stale entries are still removed first).
 ///
 /// # Errors
 ///
-/// [`BackendError`] when a call fails or a hash cannot be read.
+/// [`BackendError`] when a call fails or a hash cannot be read, or wrapping
+/// [`bullmq_protocol::scheduler::LegacyRepeatableJob`] for a legacy entry.
 pub async fn get_job_schedulers(
     client: &Client,
     keys: &QueueKeys,
@@ -232,14 +235,22 @@ pub async fn get_job_schedulers(
         Value::from(if asc { "1" } else { "0" }),
     ];
     let mut out = Vec::new();
+    let mut legacy = None;
     for raw in read(client, keys, args).await? {
         if raw.2.is_empty() {
-            if !has_legacy_repeat_key_shape(&raw.0) {
+            if has_legacy_repeat_key_shape(&raw.0) {
+                legacy.get_or_insert(raw.0);
+            } else {
                 remove_job_scheduler(client, keys, &raw.0).await?;
             }
             continue;
         }
         out.extend(decode(raw)?);
     }
-    Ok(out)
+    match legacy {
+        Some(key) => Err(BackendError::backend(
+            bullmq_protocol::scheduler::LegacyRepeatableJob(key),
+        )),
+        None => Ok(out),
+    }
 }

@@ -102,7 +102,9 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`QueueError::Backend`] when a hash is unreadable, [`QueueError::Redis`].
+    /// [`QueueError::Backend`] when a hash is unreadable or a BullMQ 5 repeatable job is in
+    /// the range (Node's migration message, as Node refuses the whole read),
+    /// [`QueueError::Redis`].
     pub async fn get_job_schedulers(
         &self,
         start: i64,
