@@ -40,6 +40,9 @@ pub enum NextIteration {
     NotCurrent,
     /// The key is a BullMQ 5 repeatable-job key, not a job scheduler: nothing was written.
     Legacy,
+    /// The started iteration was the last: its count reached the `limit` or the end date
+    /// passed. Nothing was written.
+    Ended,
 }
 
 /// A queue's job schedulers (Node `upsertJobScheduler` and its getters).

@@ -69,6 +69,11 @@ pub struct FetchedJob {
     pub job: Result<JobRecord, String>,
     /// The backend's note for finishing the job (see [`Receipt`]).
     pub receipt: Receipt,
+    /// For an iteration of a job scheduler: what the backend already did about the next
+    /// iteration in the fetch's own round trip (the Redis backend does it for `every`
+    /// schedulers). `None`: nothing yet, the Worker asks with
+    /// [`WorkerStore::schedule_next_iteration`].
+    pub next_iteration: Option<NextIteration>,
 }
 
 impl FetchedJob {
@@ -79,6 +84,7 @@ impl FetchedJob {
             token: token.into(),
             job: Ok(record),
             receipt: Receipt::NONE,
+            next_iteration: None,
         }
     }
 
@@ -89,6 +95,7 @@ impl FetchedJob {
             token: token.into(),
             job: Err(reason),
             receipt: Receipt::NONE,
+            next_iteration: None,
         }
     }
 
@@ -96,6 +103,13 @@ impl FetchedJob {
     #[must_use]
     pub fn with_receipt(mut self, receipt: Receipt) -> Self {
         self.receipt = receipt;
+        self
+    }
+
+    /// With what the fetch did about the next iteration of the job's scheduler.
+    #[must_use]
+    pub fn with_next_iteration(mut self, next: NextIteration) -> Self {
+        self.next_iteration = Some(next);
         self
     }
 }

@@ -62,9 +62,10 @@ pub use modes::{
     retention_by_age, retry_placement,
 };
 pub use schedulers::{
-    scheduler_cron_run_collision, scheduler_every_walks_past_taken_slots,
-    scheduler_iteration_kept_by_drain_and_clean, scheduler_listing_and_counts,
-    scheduler_new_interval_resets_the_slot, scheduler_next_iteration_from_the_current_one_only,
+    scheduler_cron_next_iteration_by_the_worker, scheduler_cron_run_collision,
+    scheduler_every_walks_past_taken_slots, scheduler_iteration_kept_by_drain_and_clean,
+    scheduler_listing_and_counts, scheduler_new_interval_resets_the_slot,
+    scheduler_next_iteration_from_the_current_one_only,
     scheduler_offset_and_start_date_delay_the_first_run,
     scheduler_remove_deletes_scheduler_and_delayed_iteration,
     scheduler_upsert_creates_scheduler_and_iteration, scheduler_upsert_replaces_pending_iteration,
@@ -126,6 +127,7 @@ macro_rules! conformance_tests {
             scheduler_remove_deletes_scheduler_and_delayed_iteration,
             scheduler_listing_and_counts,
             scheduler_every_walks_past_taken_slots,
+            scheduler_cron_next_iteration_by_the_worker,
             scheduler_cron_run_collision,
             scheduler_iteration_kept_by_drain_and_clean
         );

@@ -296,11 +296,11 @@ pub async fn scheduler_new_interval_resets_the_slot(backend: Arc<dyn Backend>, q
     c.close().await;
 }
 
-/// A worker that starts the current iteration creates the next one, `every` after it,
-/// delayed, from the scheduler's template (`ic` 2, next moved on); the same start again (a
-/// retried or stalled iteration) is no longer current and creates nothing; a next slot that
-/// is taken is reported `Duplicated` with a `duplicated` event; an unknown scheduler is
-/// `NotCurrent`.
+/// Fetching the current iteration of an `every` scheduler creates the next one in the same
+/// call (reported in `FetchedJob::next_iteration`), `every` after it, delayed, from the
+/// scheduler's template (`ic` 2, next moved on); the same start again (a retried or stalled
+/// iteration) is no longer current and creates nothing; a next slot that is taken is reported
+/// `Duplicated` with a `duplicated` event; an unknown scheduler is `NotCurrent`.
 pub async fn scheduler_next_iteration_from_the_current_one_only(
     backend: Arc<dyn Backend>,
     queue: &str,
@@ -314,18 +314,20 @@ pub async fn scheduler_next_iteration_from_the_current_one_only(
     upsert(&c, &plan("s", &every(EVERY), &template, now)).await;
     let fetched = c.fetch_one().await;
     assert_eq!(fetched.id, first);
-
-    let started = next_plan(&c, &first, "s", now + 10).await;
     let second = iteration_job_id("s", now + EVERY);
     assert_eq!(
-        c.worker.schedule_next_iteration(&started).await.unwrap(),
-        NextIteration::Created(second.clone())
+        fetched.next_iteration,
+        Some(NextIteration::Created(second.clone())),
+        "the fetch creates an every scheduler's next iteration"
     );
+
     assert_eq!(c.state(&second).await, JobState::Delayed);
     let job = c.queue.get_job(&second).await.unwrap().expect("next run");
     assert_eq!(job.name, "tick");
     assert_eq!(job.data, json!({"a": 1}));
-    assert_eq!((job.timestamp, job.delay), (now + 10, EVERY - 10));
+    // Created at the fetch, due `every` after the first run.
+    assert!(job.timestamp >= now, "{job:?}");
+    assert_eq!(job.timestamp + job.delay, now + EVERY);
     assert_eq!(job.repeat_job_key.as_deref(), Some("s"));
     assert_eq!(job.opts.attempts, Some(2));
     assert_eq!(job.opts.job_id.as_deref(), Some(second.as_str()));
@@ -346,6 +348,7 @@ pub async fn scheduler_next_iteration_from_the_current_one_only(
     );
 
     // The first iteration is no longer the current one.
+    let started = next_plan(&c, &first, "s", now + 10).await;
     assert_eq!(
         c.worker.schedule_next_iteration(&started).await.unwrap(),
         NextIteration::NotCurrent
@@ -390,8 +393,16 @@ pub async fn scheduler_upsert_while_iteration_runs(backend: Arc<dyn Backend>, qu
     let now = crate::now_ms();
     let template = SchedulerTemplate::new("tick");
     let first = iteration_job_id("s", now);
-    upsert(&c, &plan("s", &every(EVERY), &template, now)).await;
-    assert_eq!(c.fetch_one().await.id, first);
+    // Limit 1: the fetch creates no next iteration, so only the upsert below does.
+    let repeat = every(EVERY).limit(1);
+    upsert(&c, &plan("s", &repeat, &template, now)).await;
+    let fetched = c.fetch_one().await;
+    assert_eq!(fetched.id, first);
+    assert_eq!(
+        fetched.next_iteration,
+        Some(NextIteration::Ended),
+        "limit 1"
+    );
 
     let next = iteration_job_id("s", now + EVERY);
     assert_eq!(
@@ -596,6 +607,49 @@ pub async fn scheduler_cron_run_collision(backend: Arc<dyn Backend>, queue: &str
     assert_eq!(c.state(&job_id).await, JobState::Delayed);
     let record = c.queue.get_job_scheduler("c").await.unwrap().unwrap();
     assert_eq!(record.next, Some(free));
+    c.close().await;
+}
+
+/// A cron scheduler's iteration is not advanced by the fetch (its runs need the tz database,
+/// which a backend's scripts may not have): the worker's `schedule_next_iteration` creates the
+/// run its plan computed, once.
+pub async fn scheduler_cron_next_iteration_by_the_worker(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let now = crate::now_ms();
+    let pattern = "0 * * * * *";
+    let mut cron = plan("c", &every(EVERY), &SchedulerTemplate::new("cron"), now);
+    cron.fields.every = None;
+    cron.fields.pattern = Some(pattern.into());
+    cron.next_millis = Some(now);
+    cron.iteration_opts
+        .insert("repeat".into(), json!({"pattern": pattern, "count": 1}));
+    cron.iteration_opts.insert("prevMillis".into(), now.into());
+    upsert(&c, &cron).await;
+    let first = iteration_job_id("c", now);
+    let fetched = c.fetch_one().await;
+    assert_eq!(
+        (fetched.id.as_str(), &fetched.next_iteration),
+        (first.as_str(), &None)
+    );
+
+    let started = next_plan(&c, &first, "c", now + 5).await;
+    let run = started.next_millis.expect("a cron run");
+    assert!(run > now && run % 60_000 == 0, "the next minute: {run}");
+    let second = iteration_job_id("c", run);
+    assert_eq!(
+        c.worker.schedule_next_iteration(&started).await.unwrap(),
+        NextIteration::Created(second.clone())
+    );
+    assert_eq!(c.state(&second).await, JobState::Delayed);
+    let job = c.queue.get_job(&second).await.unwrap().expect("next run");
+    assert_eq!(job.opts.prev_millis, Some(run));
+    assert_eq!((job.timestamp, job.delay), (now + 5, run - now - 5));
+    let record = c.queue.get_job_scheduler("c").await.unwrap().unwrap();
+    assert_eq!((record.next, record.iteration_count), (Some(run), Some(2)));
+    assert_eq!(
+        c.worker.schedule_next_iteration(&started).await.unwrap(),
+        NextIteration::NotCurrent
+    );
     c.close().await;
 }
 

@@ -203,7 +203,10 @@ pub(crate) fn fetch(
         }
         let hash = &q.jobs[id];
         fetched.jobs.push(match JobRecord::decode(id, hash) {
-            Ok(record) => FetchedJob::new(token, record),
+            Ok(record) => match super::schedulers::next_at_fetch(q, &record, now) {
+                Some(next) => FetchedJob::new(token, record).with_next_iteration(next),
+                None => FetchedJob::new(token, record),
+            },
             Err(error) => {
                 FetchedJob::unreadable(id.clone(), token, format!("corrupted job hash: {error}"))
             }

@@ -329,6 +329,34 @@ fn add_iteration(q: &mut QueueState, it: Iteration<'_>, clock: u64) {
     place_new_job(q, it.job_id, it.timestamp, delay, priority, lifo, clock);
 }
 
+/// What a fetch does for a fetched iteration of an `every` scheduler, as the Redis backend's
+/// fetch script does: creates the next iteration (or finds the series ended) in the same call.
+/// `None` for anything else (cron runs, ids that may be BullMQ 5 keys, options the plan
+/// refuses): the Worker asks with `schedule_next_iteration`.
+pub(crate) fn next_at_fetch(
+    q: &mut QueueState,
+    record: &bullmq_protocol::JobRecord,
+    now: u64,
+) -> Option<NextIteration> {
+    let id = record
+        .repeat_job_key
+        .as_deref()
+        .filter(|id| !id.is_empty() && !id.contains(':'))?;
+    let every = record
+        .opts
+        .repeat
+        .as_ref()
+        .is_some_and(|r| r.get("pattern").is_none_or(serde_json::Value::is_null));
+    if !every {
+        return None;
+    }
+    match bullmq_protocol::scheduler::plan_next_iteration(&record.id, id, &record.opts, now) {
+        Ok(Some(plan)) => next_iteration(q, &plan, now).ok(),
+        Ok(None) => Some(NextIteration::Ended),
+        Err(_) => None,
+    }
+}
+
 /// Node's `updateJobScheduler`: the iteration after `plan.producer_id`, when that job is the
 /// scheduler's current one.
 pub(crate) fn next_iteration(

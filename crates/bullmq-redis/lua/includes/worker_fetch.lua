@@ -1,6 +1,6 @@
 --[[
-  Moves up to `f.count` ready jobs to active for one worker (needs worker_common.lua and
-  worker_dedup.lua).
+  Moves up to `f.count` ready jobs to active for one worker (needs worker_common.lua,
+  worker_dedup.lua, scheduler_store.lua and scheduler_next.lua).
 
   `f` is the decoded fetch request:
     count           how many free slots the worker has
@@ -12,7 +12,8 @@
     limiterMax      worker rate limit (jobs per limiterDuration), 0 when none
     limiterDuration worker rate limit window in ms
 
-  Returns { jobs, rateLimitTtl, nextDelayedAt, gated, hashes, failed, dropped } where jobs lists
+  Returns { jobs, rateLimitTtl, nextDelayedAt, gated, hashes, failed, dropped, iterations }
+  where jobs lists
   the ids moved to active, in order; the i-th job's lock token is
   tokenPrefix .. ":" .. (tokenSeq + i - 1). failed lists (flat id, reason) the jobs taken from
   wait that this call failed because their hash is corrupted (see worker_common.lua), dropped
@@ -23,7 +24,11 @@
   HGETALLs outside the script, which bounds the reply and the Lua memory of one call. rateLimitTtl is the ms until the rate limiter lets jobs
   through again (0 when not limited) and nextDelayedAt the ready time of the earliest delayed
   job (0 when none), both only meaningful when nothing was fetched, and gated 1 when the queue
-  is paused or at its global concurrency.
+  is paused or at its global concurrency. iterations is flat (i, code, next job id or "") for
+  the fetched iterations of `every` job schedulers whose next iteration this call created or
+  decided on, as the job's start does in Node's Worker (codes of nextIteration in
+  scheduler_next.lua, and 4 when the series ended); the worker asks for the others (cron
+  schedulers, whose runs need the tz database) in a call of its own.
 ]]
 
 -- Fetches of at most this many jobs return the job hashes in the reply (see above). Copying a
@@ -132,6 +137,26 @@ local function wTakeFromPrioritized(want, out)
   return #moved, nil
 end
 
+-- The keys of the scheduler helpers, from the worker layout.
+local function wSchedulerKeys()
+  return {repeatKey = K.repeatKey, delayed = K.delayed, wait = K.wait, meta = K.meta,
+    prioritized = K.prioritized, marker = K.marker, id = queueBase .. "id", events = K.events,
+    pc = K.pc, active = K.active}
+end
+
+-- The next iteration of the fetched iteration `jobId` of `every` scheduler `id`: code and next
+-- id, or nil when the worker is to plan it (cron, options that are not a plain `every`
+-- schedule, an id with a colon that may be a BullMQ 5 key).
+local function wNextIteration(jobId, id, optsJson, now)
+  if not optsJson or string.find(id, ":", 1, true) then return nil end
+  local decoded, opts = pcall(cjson.decode, optsJson)
+  if not decoded or type(opts) ~= "table" then return nil end
+  local nextOpts = everyIterationOpts(id, opts, now)
+  if nextOpts == nil then return nil end
+  if nextOpts == "ended" then return 4 end
+  return nextIteration(wSchedulerKeys(), queueBase, id, jobId, nil, nextOpts, now, false)
+end
+
 local function wFetch(f)
   local now = tonumber(f.now)
   -- Numbers handed to redis.call are formatted with "%.14g" on every call, which is slow for
@@ -193,6 +218,7 @@ local function wFetch(f)
   local tokenPrefix = f.tokenPrefix .. ":"
   local tokenSeq = f.tokenSeq
   local hashes = {}
+  local iterations = {}
   local inline = #ids <= WFETCH_INLINE_MAX
   for _, jobId in ipairs(ids) do
     local jobKey = queueBase .. jobId
@@ -200,6 +226,8 @@ local function wFetch(f)
     -- is failed on its own and the others are fetched as usual. problem false: no hash at all.
     local problem, hash, ats = nil, nil, nil
     local atsAt, processedAt, pbAt = nil, nil, nil
+    -- A job scheduler's iteration (`rjk`) and its options, to create the next iteration.
+    local schedulerId, optsJson = nil, nil
     if string.find(jobId, "[\128-\255]") and not wIsUtf8(jobId) then
       problem = "corrupted job id: not valid UTF-8"
     elseif inline then
@@ -217,17 +245,25 @@ local function wFetch(f)
             processedAt = j + 1
           elseif field == "pb" then
             pbAt = j + 1
+          elseif field == "rjk" then
+            schedulerId = hash[j + 1]
+          elseif field == "opts" then
+            optsJson = hash[j + 1]
           end
         end
         ats = atsAt and hash[atsAt]
       end
     else
       -- Larger fetches leave the hashes to the caller: read only what is used here.
-      local v = rcall("HMGET", jobKey, "ats", "name")
+      local v = rcall("HMGET", jobKey, "ats", "name", "rjk")
       if not v[2] and rcall("EXISTS", jobKey) == 0 then
         problem = false
       else
         ats = v[1]
+        if v[3] then
+          schedulerId = v[3]
+          optsJson = rcall("HGET", jobKey, "opts")
+        end
       end
     end
     -- The one field this script computes with. The worker checks every other field when it
@@ -280,6 +316,14 @@ local function wFetch(f)
         hashes[n] = hash
       end
       jobs[n] = jobId
+      if schedulerId and schedulerId ~= "" then
+        local code, nextId = wNextIteration(jobId, schedulerId, optsJson, now)
+        if code then
+          iterations[#iterations + 1] = n
+          iterations[#iterations + 1] = code
+          iterations[#iterations + 1] = nextId or ""
+        end
+      end
     end
   end
 
@@ -294,6 +338,6 @@ local function wFetch(f)
     end
     if waitLeft or prioritizedLeft then addBaseMarker(K.marker, false) end
   end
-  if #jobs > 0 then return { jobs, limitedTtl, 0, 0, hashes, failed, dropped } end
+  if #jobs > 0 then return { jobs, limitedTtl, 0, 0, hashes, failed, dropped, iterations } end
   return { jobs, 0, math.floor(nextDelayedAt(K.delayed) or 0), 0, {}, failed, dropped }
 end

@@ -11,7 +11,7 @@ mod admin;
 mod getters;
 mod reads;
 mod reply;
-mod schedulers;
+pub(crate) mod schedulers;
 mod scripts;
 mod updates;
 

@@ -125,20 +125,32 @@ pub async fn create_next_iteration(
         .map(|code| integer(name, &code))
         .transpose()?
         .ok_or_else(|| unexpected(name, "empty reply"))?;
-    let mut job_id = || -> Result<String> {
-        string(
-            name,
-            items
-                .next()
-                .ok_or_else(|| unexpected(name, "missing job id"))?,
-        )
+    let job_id = items.next().map(|id| string(name, id)).transpose()?;
+    next_iteration(name, code, job_id)
+}
+
+/// The outcome a scheduler script (or the fetch) reports for a next iteration: its code and,
+/// for 1 and 2, the next iteration's id.
+pub(crate) fn next_iteration(
+    script: &'static str,
+    code: i64,
+    job_id: Option<String>,
+) -> Result<NextIteration> {
+    let job_id = || {
+        job_id
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| unexpected(script, "missing job id"))
     };
     match code {
         0 => Ok(NextIteration::NotCurrent),
         1 => Ok(NextIteration::Created(job_id()?)),
         2 => Ok(NextIteration::Duplicated(job_id()?)),
         3 => Ok(NextIteration::Legacy),
-        other => Err(unexpected(name, format!("unknown code {other}"))),
+        4 => Ok(NextIteration::Ended),
+        other => Err(unexpected(
+            script,
+            format!("unknown next-iteration code {other}"),
+        )),
     }
 }
 

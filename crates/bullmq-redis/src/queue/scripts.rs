@@ -45,7 +45,8 @@ lua_script!(pub(crate) static ADD_JOB_SCHEDULER = "add_job_scheduler":
     "includes/scheduler_store.lua", "add_job_scheduler.lua");
 lua_script!(pub(crate) static NEXT_SCHEDULER_ITERATION = "next_scheduler_iteration":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
-    "includes/enqueue.lua", "includes/scheduler_store.lua", "next_scheduler_iteration.lua");
+    "includes/enqueue.lua", "includes/scheduler_store.lua", "includes/scheduler_next.lua",
+    "next_scheduler_iteration.lua");
 lua_script!(pub(crate) static REMOVE_JOB_SCHEDULER = "remove_job_scheduler":
     "includes/job_keys.lua", "remove_job_scheduler.lua");
 lua_script!(pub(crate) static READ_JOB_SCHEDULERS = "read_job_schedulers":

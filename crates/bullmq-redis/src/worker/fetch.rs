@@ -160,6 +160,10 @@ pub(crate) async fn parse_fetched(
         Some(list) => strings(script, list)?,
         None => Vec::new(),
     };
+    let iterations = match parts.next() {
+        Some(list) => array(script, list)?,
+        None => Vec::new(),
+    };
     let ids = array(script, jobs)?
         .into_iter()
         .map(|id| string(script, id))
@@ -203,6 +207,23 @@ pub(crate) async fn parse_fetched(
             Err(reason) => FetchedJob::unreadable(id, token, reason),
         };
         fetched.jobs.push(job);
+    }
+    // Next iterations the script created (or decided on) for the scheduler jobs it fetched.
+    let mut iterations = iterations.into_iter();
+    while let (Some(i), Some(code), Some(next)) =
+        (iterations.next(), iterations.next(), iterations.next())
+    {
+        let i = usize::try_from(integer(script, i)?).unwrap_or(0);
+        let outcome = crate::queue::schedulers::next_iteration(
+            script,
+            integer(script, code)?,
+            Some(string(script, next)?),
+        )?;
+        let job = i
+            .checked_sub(1)
+            .and_then(|i| fetched.jobs.get_mut(i))
+            .ok_or_else(|| unexpected(script, format!("next iteration of unknown job {i}")))?;
+        job.next_iteration = Some(outcome);
     }
     Ok(fetched)
 }

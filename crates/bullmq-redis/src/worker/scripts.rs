@@ -8,12 +8,14 @@ use crate::lua_script;
 lua_script!(pub(crate) static FETCH_BATCH = "worker_fetch_batch":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
     "includes/enqueue.lua", "includes/job_keys.lua", "includes/worker_common.lua",
-    "includes/worker_dedup.lua", "includes/worker_fetch.lua", "worker_fetch_batch.lua");
+    "includes/worker_dedup.lua", "includes/scheduler_store.lua", "includes/scheduler_next.lua",
+    "includes/worker_fetch.lua", "worker_fetch_batch.lua");
 lua_script!(pub(crate) static FINISH_BATCH = "worker_finish_batch":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
     "includes/enqueue.lua", "includes/job_keys.lua", "includes/worker_common.lua",
-    "includes/worker_dedup.lua", "includes/worker_fetch.lua", "includes/worker_retention.lua",
-    "includes/worker_flow.lua", "worker_finish_batch.lua");
+    "includes/worker_dedup.lua", "includes/scheduler_store.lua", "includes/scheduler_next.lua",
+    "includes/worker_fetch.lua", "includes/worker_retention.lua", "includes/worker_flow.lua",
+    "worker_finish_batch.lua");
 lua_script!(pub(crate) static EXTEND_LOCKS = "worker_extend_locks":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
     "includes/enqueue.lua", "includes/job_keys.lua", "includes/worker_common.lua",

@@ -4,7 +4,7 @@
 //! record (or why it could not decode one) and a receipt to give back with the finish.
 
 use super::Job;
-use crate::store::{FetchedJob, Receipt};
+use crate::store::{FetchedJob, NextIteration, Receipt};
 
 /// A fetched job that cannot run: the Worker fails it for good with `reason`.
 #[derive(Debug)]
@@ -29,17 +29,26 @@ pub(super) struct Lease {
     pub(super) receipt: Receipt,
 }
 
+/// A job to run, its lease, and what the fetch already did about the next iteration of its job
+/// scheduler (`None`: nothing, the Worker asks for it).
+pub(super) type Runnable = (Job, Lease, Option<NextIteration>);
+
 /// Turns a fetched job of `queue` into the job to run and its lease, or says why it cannot
 /// run (the store's reason: a hash that is not text, a field missing or not decodable).
-pub(super) fn read_fetched(queue: &str, fetched: FetchedJob) -> Result<(Job, Lease), Unreadable> {
+pub(super) fn read_fetched(queue: &str, fetched: FetchedJob) -> Result<Runnable, Unreadable> {
     let FetchedJob {
         id,
         token,
         job,
         receipt,
+        next_iteration,
     } = fetched;
     match job {
-        Ok(record) => Ok((Job::from_record(queue, record), Lease { token, receipt })),
+        Ok(record) => Ok((
+            Job::from_record(queue, record),
+            Lease { token, receipt },
+            next_iteration,
+        )),
         Err(reason) => Err(Unreadable {
             id,
             token,
@@ -58,7 +67,8 @@ mod tests {
     fn a_decoded_record_is_runnable_with_its_lease() {
         let record = JobRecord::new("7", "email", serde_json::json!({}), Default::default(), 1);
         let fetched = FetchedJob::new("tok", record).with_receipt(Receipt(42));
-        let (job, lease) = read_fetched("q", fetched).expect("runnable");
+        let (job, lease, next) = read_fetched("q", fetched).expect("runnable");
+        assert_eq!(next, None);
         assert_eq!(
             (job.id(), job.name(), lease.token.as_str(), lease.receipt),
             ("7", "email", "tok", Receipt(42))

@@ -4,10 +4,14 @@
 //! Whoever created the scheduler (Node, Python, this crate), the next iteration is planned
 //! from the started job's own options ([`plan_next_iteration`]) and written by the backend only
 //! if the started job is still the scheduler's current iteration, so a stalled or retried
-//! iteration, or a second worker racing for the same one, creates nothing. The call runs on a
-//! task next to the job's start rather than in front of it: the job does not wait a round trip
-//! for it, and a worker that dies in between leaves the iteration to be created by whoever
-//! restarts the stalled job.
+//! iteration, or a second worker racing for the same one, creates nothing.
+//!
+//! A backend may do it in the fetch's own round trip (the Redis backend does for `every`
+//! schedulers) and say so in [`FetchedJob::next_iteration`](crate::store::FetchedJob); the
+//! others (cron runs need the tz database, which the scripts do not have) get a call of their
+//! own, on a task next to the job's start rather than in front of it: the job does not wait a
+//! round trip for it, and a worker that dies in between leaves the iteration to be created by
+//! whoever restarts the stalled job.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,11 +29,16 @@ const TRIES: u32 = 5;
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
 impl WorkerState {
-    /// Creates the next iteration of `job`'s scheduler, if it has one.
-    pub(super) fn schedule_next_iteration(&self, job: &Job) {
+    /// Creates the next iteration of `job`'s scheduler, if it has one and the fetch has not
+    /// (`done`: what the fetch did).
+    pub(super) fn schedule_next_iteration(&self, job: &Job, done: Option<NextIteration>) {
         let Some(scheduler_id) = job.repeat_job_key().filter(|id| !id.is_empty()) else {
             return;
         };
+        if let Some(outcome) = done {
+            report_outcome(&self.callbacks, job.id(), scheduler_id, Ok(outcome));
+            return;
+        }
         match plan_next_iteration(job.id(), scheduler_id, job.opts(), now_ms()) {
             Ok(Some(plan)) => {
                 let store = self.store.clone();
@@ -37,9 +46,12 @@ impl WorkerState {
                 tokio::spawn(create_next(store, callbacks, plan));
             }
             // The limit is reached or the end date passed: the series ends here.
-            Ok(None) => {
-                tracing::debug!(job_id = job.id(), scheduler_id, "job scheduler ended");
-            }
+            Ok(None) => report_outcome(
+                &self.callbacks,
+                job.id(),
+                scheduler_id,
+                Ok(NextIteration::Ended),
+            ),
             Err(error) => report(&self.callbacks, job.id(), scheduler_id, error.to_string()),
         }
     }
@@ -56,7 +68,15 @@ async fn create_next(store: Arc<dyn Store>, callbacks: WorkerCallbacks, plan: Ne
             other => break other,
         }
     };
-    let (job_id, scheduler_id) = (plan.producer_id.as_str(), plan.scheduler_id.as_str());
+    report_outcome(&callbacks, &plan.producer_id, &plan.scheduler_id, outcome);
+}
+
+fn report_outcome(
+    callbacks: &WorkerCallbacks,
+    job_id: &str,
+    scheduler_id: &str,
+    outcome: Result<NextIteration, StoreError>,
+) {
     match outcome {
         Ok(NextIteration::Created(next)) => {
             tracing::debug!(job_id, scheduler_id, next, "next iteration created");
@@ -71,13 +91,16 @@ async fn create_next(store: Arc<dyn Store>, callbacks: WorkerCallbacks, plan: Ne
                 "not the current iteration: none created"
             );
         }
+        Ok(NextIteration::Ended) => {
+            tracing::debug!(job_id, scheduler_id, "job scheduler ended");
+        }
         Ok(NextIteration::Legacy) => report(
-            &callbacks,
+            callbacks,
             job_id,
             scheduler_id,
             bullmq_protocol::scheduler::LegacyRepeatableJob(scheduler_id.to_owned()).to_string(),
         ),
-        Err(error) => report(&callbacks, job_id, scheduler_id, error.to_string()),
+        Err(error) => report(callbacks, job_id, scheduler_id, error.to_string()),
     }
 }
 

@@ -68,7 +68,7 @@ impl WorkerState {
             self.left_behind.push(fetched.id);
             return None;
         }
-        let (job, lease) = match read_fetched(self.store.queue_name(), fetched) {
+        let (job, lease, next_iteration) = match read_fetched(self.store.queue_name(), fetched) {
             Ok(runnable) => runnable,
             Err(unreadable) => {
                 self.record_unreadable(unreadable);
@@ -77,7 +77,7 @@ impl WorkerState {
         };
         // Before anything else, as Node's Worker: a refused iteration still moves its
         // scheduler on.
-        self.schedule_next_iteration(&job);
+        self.schedule_next_iteration(&job, next_iteration);
         if let Some(reason) = self.refusal(&job) {
             self.record_outcome(
                 job,
