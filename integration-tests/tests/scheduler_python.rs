@@ -1,7 +1,7 @@
 //! Job schedulers with Python BullMQ (PyPI `bullmq`, pinned in
 //! `integration-tests/python/requirements.txt`, driven by `python/scheduler.py`): a scheduler
-//! created by Python keeps running on our Worker, and Python and Rust workers together run
-//! each iteration once.
+//! created by Python keeps running on our Worker, and Python, Node and Rust workers together
+//! run each iteration once.
 //!
 //! The package is installed into `integration-tests/python/.venv` on first use (`python3 -m
 //! venv` + `pip install`); when that is impossible (no python3, no network) the tests are
@@ -180,18 +180,21 @@ async fn python_scheduler_keeps_running_on_our_worker() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_and_rust_workers_run_each_iteration_once() -> Result<()> {
+async fn python_node_and_rust_workers_run_each_iteration_once() -> Result<()> {
     let Some(python) = python() else {
         return Ok(());
     };
+    if !node_available() {
+        return Ok(());
+    }
     let queue = unique_queue("spy-mixed");
     let q = open_queue(&queue).await?;
-    // Each run takes longer than the interval, so the next iteration is due while a worker is
-    // busy and both take part.
+    // Each run takes almost three intervals, so the next iterations are due while the other
+    // workers are busy and all three take part.
     q.upsert_job_scheduler(
         "mix",
         Repeat::every(Duration::from_millis(300)),
-        SchedulerTemplate::new("tick").data(json!({"sleepMs": 450})),
+        SchedulerTemplate::new("tick").data(json!({"sleepMs": 800})),
     )
     .await?;
     let py_queue = queue.clone();
@@ -204,17 +207,31 @@ async fn python_and_rust_workers_run_each_iteration_once() -> Result<()> {
     });
     // Python's worker starts slower: give it a head start.
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    let node_queue = queue.clone();
+    let node = tokio::spawn(async move {
+        run_node(
+            "run_worker.js",
+            &json!({"queue": node_queue, "idleMs": 4000, "timeoutMs": 90000}),
+        )
+        .await
+    });
     let (worker, log) = recording_worker(&queue, "rust").await?;
     worker_common::wait_finished(&queue, 20, Duration::from_secs(90)).await?;
     assert!(q.remove_job_scheduler("mix").await?);
     settled(&queue).await?;
     let report = py.await??;
+    let node_report = node.await??;
     worker.close().await?;
 
     let rust = started_of(&log);
     let py_starts = started_of_node(&report);
+    let node_starts = started_of_node(&node_report);
     let mut runs: HashMap<String, Vec<&str>> = HashMap::new();
-    for (side, starts) in [("rust", &rust), ("python", &py_starts)] {
+    for (side, starts) in [
+        ("rust", &rust),
+        ("python", &py_starts),
+        ("node", &node_starts),
+    ] {
         for s in starts.iter() {
             runs.entry(s.id.clone()).or_default().push(side);
         }
@@ -229,17 +246,19 @@ async fn python_and_rust_workers_run_each_iteration_once() -> Result<()> {
     assert!(ran.is_subset(&created));
     let mut all = rust.clone();
     all.extend(py_starts.iter().cloned());
+    all.extend(node_starts.iter().cloned());
     let millis = assert_on_schedule("mix", 300, &all);
     assert!(millis.len() >= 20, "{millis:?}");
     eprintln!(
-        "python mixed: {} iterations, {} on rust, {} on python",
+        "mixed fleet: {} iterations, {} on rust, {} on python, {} on node",
         millis.len(),
         rust.len(),
-        py_starts.len()
+        py_starts.len(),
+        node_starts.len()
     );
     assert!(
-        !rust.is_empty() && !py_starts.is_empty(),
-        "both workers took part"
+        !rust.is_empty() && !py_starts.is_empty() && !node_starts.is_empty(),
+        "all three workers took part"
     );
     q.close().await?;
     cleanup(&queue).await
