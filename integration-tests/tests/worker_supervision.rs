@@ -62,6 +62,19 @@ impl FakeStore {
 }
 
 #[async_trait]
+impl ractor_bullmq::store::JobFlows for FakeStore {
+    async fn get_dependencies(&self, _id: &str) -> StoreResult<ractor_bullmq::store::Dependencies> {
+        Ok(ractor_bullmq::store::Dependencies::default())
+    }
+    async fn get_dependency_counts(
+        &self,
+        _id: &str,
+    ) -> StoreResult<ractor_bullmq::store::DependencyCounts> {
+        Ok(ractor_bullmq::store::DependencyCounts::default())
+    }
+}
+
+#[async_trait]
 impl JobUpdates for FakeStore {
     async fn update_progress(&self, _id: &str, _p: &serde_json::Value) -> StoreResult<bool> {
         Ok(true)

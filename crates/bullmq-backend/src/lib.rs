@@ -8,6 +8,7 @@
 //! | [`Producer`] | add one job, add many atomically | `Queue::add`, `add_bulk` |
 //! | [`QueueAdmin`] | counts, ranges, state, jobs, logs, meta, pause, drain, clean, obliterate, remove, metrics | `Queue` getters and admin, `wait_until_finished`, the autoscaler |
 //! | [`JobUpdates`] | progress, log, data of one job | `Queue`, a running job's context |
+//! | [`JobFlows`] | a flow parent's children by outcome, and their counts | `Queue`, a running job's context |
 //! | [`JobSchedulers`] | upsert, next iteration, read, count, remove job schedulers | `Queue` scheduler API, the CLI |
 //! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work, next scheduler iteration | the Worker and its LockManager |
 //! | [`EventStream`] / [`EventPublisher`] | read the event log from a cursor, publish | QueueEvents, QueueEventsProducer |
@@ -26,6 +27,7 @@
 mod backend;
 mod error;
 pub mod events;
+pub mod flows;
 pub mod metrics;
 pub mod queue;
 pub mod schedulers;
@@ -42,6 +44,7 @@ pub use backend::{Backend, WorkerStoreOptions};
 pub use bullmq_protocol::JobRecord;
 pub use error::{BackendError, BackendResult, BoxError};
 pub use events::{EventEntry, EventPublisher, EventStream};
+pub use flows::{Dependencies, DependencyCounts, JobFlows};
 pub use metrics::{Metrics, MetricsKind, MetricsMeta};
 pub use queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,

@@ -8,6 +8,7 @@ use bullmq_protocol::state::JobState;
 use bullmq_protocol::JobRecord;
 
 use crate::error::BackendResult;
+use crate::flows::JobFlows;
 use crate::metrics::{Metrics, MetricsKind};
 use crate::schedulers::JobSchedulers;
 use crate::worker::JobUpdates;
@@ -247,7 +248,7 @@ pub trait QueueAdmin: Send + Sync + 'static {
 /// Everything a `Queue` handle needs: [`Producer`], [`QueueAdmin`] and [`JobUpdates`] on one
 /// queue, plus closing.
 #[async_trait]
-pub trait QueueStore: Producer + QueueAdmin + JobUpdates + JobSchedulers {
+pub trait QueueStore: Producer + QueueAdmin + JobUpdates + JobFlows + JobSchedulers {
     /// The queue's name.
     fn queue_name(&self) -> &str;
 

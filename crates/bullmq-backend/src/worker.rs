@@ -9,6 +9,7 @@ use bullmq_protocol::JobRecord;
 use tokio::sync::broadcast;
 
 use crate::error::{BackendError, BackendResult};
+use crate::flows::JobFlows;
 use crate::schedulers::NextIteration;
 use crate::ConnectionChange;
 
@@ -403,7 +404,7 @@ pub trait JobUpdates: Send + Sync + 'static {
 /// What a Worker needs from the backend holding its queue. One store serves one worker of one
 /// queue; every method is one round trip for the Redis backend.
 #[async_trait]
-pub trait WorkerStore: JobUpdates {
+pub trait WorkerStore: JobUpdates + JobFlows {
     /// The queue's name.
     fn queue_name(&self) -> &str;
 

@@ -208,3 +208,14 @@ impl Job {
             .map_or_else(|shared| shared.record.clone(), |inner| inner.record)
     }
 }
+
+/// Children's return values (JSON text, by child job key) read as `T`, as Node's
+/// `getChildrenValues` parses them.
+pub(crate) fn children_values<T: DeserializeOwned>(
+    processed: std::collections::BTreeMap<String, String>,
+) -> std::result::Result<std::collections::BTreeMap<String, T>, serde_json::Error> {
+    processed
+        .into_iter()
+        .map(|(key, raw)| Ok((key, serde_json::from_str(&raw)?)))
+        .collect()
+}

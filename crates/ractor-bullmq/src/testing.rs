@@ -317,6 +317,21 @@ impl Store for RecordingStore {
     }
 }
 
+/// A job run on its own has no children.
+#[async_trait]
+impl crate::store::JobFlows for RecordingStore {
+    async fn get_dependencies(&self, _job_id: &str) -> StoreResult<crate::store::Dependencies> {
+        Ok(crate::store::Dependencies::default())
+    }
+
+    async fn get_dependency_counts(
+        &self,
+        _job_id: &str,
+    ) -> StoreResult<crate::store::DependencyCounts> {
+        Ok(crate::store::DependencyCounts::default())
+    }
+}
+
 #[async_trait]
 impl JobUpdates for RecordingStore {
     async fn update_progress(&self, _job_id: &str, progress: &Value) -> StoreResult<bool> {

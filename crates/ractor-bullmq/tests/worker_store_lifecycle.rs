@@ -46,6 +46,19 @@ impl CountingStore {
 }
 
 #[async_trait]
+impl ractor_bullmq::store::JobFlows for CountingStore {
+    async fn get_dependencies(&self, _id: &str) -> StoreResult<ractor_bullmq::store::Dependencies> {
+        Ok(ractor_bullmq::store::Dependencies::default())
+    }
+    async fn get_dependency_counts(
+        &self,
+        _id: &str,
+    ) -> StoreResult<ractor_bullmq::store::DependencyCounts> {
+        Ok(ractor_bullmq::store::DependencyCounts::default())
+    }
+}
+
+#[async_trait]
 impl JobUpdates for CountingStore {
     async fn update_progress(&self, _id: &str, _p: &Value) -> StoreResult<bool> {
         Ok(true)

@@ -133,7 +133,8 @@ pub async fn retention_by_age(backend: Arc<dyn Backend>, queue: &str) {
 }
 
 /// A child names its parent (which must exist); the parent cannot complete while the child
-/// is pending, and can once the child completed.
+/// is pending, and can once the child completed; the parent's dependencies (from the queue
+/// and from a worker) show the child pending, then processed.
 pub async fn flow_children_block_parent_completion(backend: Arc<dyn Backend>, queue: &str) {
     let c = Ctx::new(backend, queue).await;
     let parent = c.add("parent", "{}").await;
@@ -162,6 +163,15 @@ pub async fn flow_children_block_parent_completion(backend: Arc<dyn Backend>, qu
         Some(parent.as_str())
     );
 
+    let child_key = c.keys.job(&child_id);
+    let deps = c.queue.get_dependencies(&parent).await.unwrap();
+    assert_eq!(
+        deps.unprocessed,
+        std::slice::from_ref(&child_key),
+        "{deps:?}"
+    );
+    assert!(deps.processed.is_empty() && deps.ignored.is_empty() && deps.failed.is_empty());
+
     let parent_job = c.fetch_one().await;
     assert_eq!(parent_job.id, parent);
     assert_eq!(
@@ -172,6 +182,28 @@ pub async fn flow_children_block_parent_completion(backend: Arc<dyn Backend>, qu
     assert_eq!(
         c.complete(&child_job, Retention::KEEP_ALL).await,
         FinishCode::Ok
+    );
+    // The parent's view, from the queue and from its worker: the child is processed.
+    let deps = c.worker.get_dependencies(&parent).await.unwrap();
+    assert_eq!(
+        deps.processed.keys().collect::<Vec<_>>(),
+        [&child_key],
+        "{deps:?}"
+    );
+    assert!(deps.unprocessed.is_empty(), "{deps:?}");
+    let counts = c.queue.get_dependency_counts(&parent).await.unwrap();
+    assert_eq!(
+        (
+            counts.processed,
+            counts.unprocessed,
+            counts.ignored,
+            counts.failed
+        ),
+        (1, 0, 0, 0)
+    );
+    assert_eq!(
+        c.worker.get_dependency_counts(&parent).await.unwrap(),
+        counts
     );
     assert_eq!(
         c.complete(&parent_job, Retention::KEEP_ALL).await,

@@ -2,6 +2,8 @@
 //! (`detachFromParent` of `includes/remove_job_fully.lua`). Parents may live in any queue of
 //! the same backend.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::Value;
 
 use super::queue_state::{split_job_key, QueueState};
@@ -247,4 +249,33 @@ pub(crate) fn detach_from_parent(
             );
         }
     }
+}
+
+/// `job_id`'s children by outcome (Node's `getDependencies`). The `:unsuccessful` children are
+/// sorted by key: this backend does not keep when they failed.
+pub(crate) fn dependencies(q: &QueueState, job_id: &str) -> crate::flows::Dependencies {
+    let sorted = |set: Option<&HashSet<String>>| {
+        let mut keys: Vec<String> = set.into_iter().flatten().cloned().collect();
+        keys.sort();
+        keys
+    };
+    let map =
+        |m: Option<&HashMap<String, String>>| m.cloned().unwrap_or_default().into_iter().collect();
+    crate::flows::Dependencies::new(
+        map(q.processed.get(job_id)),
+        sorted(q.dependencies.get(job_id)),
+        map(q.failed_children.get(job_id)),
+        sorted(q.unsuccessful.get(job_id)),
+    )
+}
+
+/// How many children of `job_id` there are by outcome.
+pub(crate) fn dependency_counts(q: &QueueState, job_id: &str) -> crate::flows::DependencyCounts {
+    let len = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    crate::flows::DependencyCounts::new(
+        len(q.processed.get(job_id).map_or(0, HashMap::len)),
+        len(q.dependencies.get(job_id).map_or(0, HashSet::len)),
+        len(q.failed_children.get(job_id).map_or(0, HashMap::len)),
+        len(q.unsuccessful.get(job_id).map_or(0, HashSet::len)),
+    )
 }

@@ -13,9 +13,10 @@ use bullmq_protocol::state::JobState;
 use bullmq_protocol::JobRecord;
 
 use super::queue_state::META_VERSION;
-use super::{add, admin, fetch, finish, locks, schedulers, World};
+use super::{add, admin, fetch, finish, flow, locks, schedulers, World};
 use crate::backend::WorkerStoreOptions;
 use crate::error::{BackendError, BackendResult};
+use crate::flows::{Dependencies, DependencyCounts, JobFlows};
 use crate::metrics::{Metrics, MetricsKind};
 use crate::queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
@@ -263,6 +264,17 @@ impl JobUpdates for MemoryQueueStore {
 }
 
 #[async_trait]
+impl JobFlows for MemoryQueueStore {
+    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
+        self.queue(|q, _| Ok(flow::dependencies(q, job_id)))
+    }
+
+    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
+        self.queue(|q, _| Ok(flow::dependency_counts(q, job_id)))
+    }
+}
+
+#[async_trait]
 impl JobSchedulers for MemoryQueueStore {
     async fn upsert_job_scheduler(&self, plan: &UpsertPlan) -> BackendResult<UpsertOutcome> {
         self.queues(|queues, now| schedulers::upsert(queues, &self.base, plan, now))
@@ -371,6 +383,21 @@ impl JobUpdates for MemoryWorkerStore {
 
     async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
         self.handle().update_data(job_id, data)
+    }
+}
+
+#[async_trait]
+impl JobFlows for MemoryWorkerStore {
+    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
+        self.handle().check()?;
+        self.world
+            .with_queue(&self.base, |q, _| Ok(flow::dependencies(q, job_id)))
+    }
+
+    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
+        self.handle().check()?;
+        self.world
+            .with_queue(&self.base, |q, _| Ok(flow::dependency_counts(q, job_id)))
     }
 }
 

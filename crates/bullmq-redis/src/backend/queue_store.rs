@@ -4,9 +4,9 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    AddResult, BackendError, BackendResult, JobEnd, JobRecord, JobSchedulers, JobUpdates, Metrics,
-    MetricsKind, NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin, QueueStore,
-    RemoveOutcome, UpsertOutcome,
+    AddResult, BackendError, BackendResult, Dependencies, DependencyCounts, JobEnd, JobFlows,
+    JobRecord, JobSchedulers, JobUpdates, Metrics, MetricsKind, NewJob, NextIteration,
+    ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome, UpsertOutcome,
 };
 use bullmq_protocol::job_record::text_fields;
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
@@ -193,6 +193,17 @@ impl JobUpdates for RedisQueueStore {
     async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
         let text = data.to_string();
         Ok(calls::update_data(&self.client, &self.keys, job_id, &text).await?)
+    }
+}
+
+#[async_trait]
+impl JobFlows for RedisQueueStore {
+    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
+        Ok(calls::get_dependencies(&self.client, &self.keys, job_id).await?)
+    }
+
+    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
+        Ok(calls::get_dependency_counts(&self.client, &self.keys, job_id).await?)
     }
 }
 

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    now_ms, BackendResult, ConnectionChange, FetchRequest, Fetched, Finish, FinishReply,
-    JobSchedulers, JobUpdates, NextIteration, StalledReport, WorkerStore,
+    now_ms, BackendResult, ConnectionChange, Dependencies, DependencyCounts, FetchRequest, Fetched,
+    Finish, FinishReply, JobFlows, JobSchedulers, JobUpdates, NextIteration, StalledReport,
+    WorkerStore,
 };
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::scheduler::NextIterationPlan;
@@ -227,6 +228,17 @@ impl WorkerStore for RedisWorkerStore {
         plan: &NextIterationPlan,
     ) -> BackendResult<NextIteration> {
         self.updates.create_next_iteration(plan).await
+    }
+}
+
+#[async_trait]
+impl JobFlows for RedisWorkerStore {
+    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
+        self.updates.get_dependencies(job_id).await
+    }
+
+    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
+        self.updates.get_dependency_counts(job_id).await
     }
 }
 

@@ -19,6 +19,7 @@
 //! ```
 
 mod add;
+mod flows;
 mod metrics;
 mod options;
 mod reports;

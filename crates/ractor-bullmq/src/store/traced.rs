@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use tracing::{Instrument, Span};
 
 use super::{
-    ConnectionChange, FetchRequest, Fetched, Finish, FinishReply, JobUpdates, NextIteration,
-    NextIterationPlan, StalledReport, Store, StoreResult,
+    ConnectionChange, Dependencies, DependencyCounts, FetchRequest, Fetched, Finish, FinishReply,
+    JobFlows, JobUpdates, NextIteration, NextIterationPlan, StalledReport, Store, StoreResult,
 };
 
 /// Wraps a store and instruments every call (see the [module docs](super) for the spans).
@@ -156,6 +156,29 @@ impl<S: Store> Store for Traced<S> {
             job_id = plan.producer_id.as_str()
         );
         in_span(span, self.0.schedule_next_iteration(plan), |_, _| {}).await
+    }
+}
+
+#[async_trait]
+impl<S: Store> JobFlows for Traced<S> {
+    async fn get_dependencies(&self, job_id: &str) -> StoreResult<Dependencies> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.get_dependencies",
+            self.queue_name(),
+            job_id
+        );
+        in_span(span, self.0.get_dependencies(job_id), |_, _| {}).await
+    }
+
+    async fn get_dependency_counts(&self, job_id: &str) -> StoreResult<DependencyCounts> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.get_dependency_counts",
+            self.queue_name(),
+            job_id
+        );
+        in_span(span, self.0.get_dependency_counts(job_id), |_, _| {}).await
     }
 }
 

@@ -23,6 +23,7 @@
 //! | `bullmq.store.check_stalled` | DEBUG | `queue`, `recovered` | the traced `Store` |
 //! | `bullmq.store.wait_for_job` | TRACE | `queue` | the traced `Store` |
 //! | `bullmq.store.update_progress`, `.add_log`, `.update_data` | DEBUG | `queue`, `job_id` | the traced `Store` |
+//! | `bullmq.store.get_dependencies`, `.get_dependency_counts` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.schedule_next_iteration` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //!
 //! Every `bullmq.store.*` span also has an `error` field recorded when the call fails. The

@@ -156,4 +156,61 @@ impl JobContext {
             .await
             .map(drop)
     }
+
+    /// What this job's completed children returned, by child job key, each read as `T`
+    /// (Node's `job.getChildrenValues()`; `T = serde_json::Value` for any).
+    ///
+    /// # Errors
+    ///
+    /// The backend's error, or [`StoreError::Backend`] wrapping the JSON error when a value is
+    /// not a `T`.
+    pub async fn get_children_values<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> StoreResult<std::collections::BTreeMap<String, T>> {
+        let deps = self
+            .inner
+            .store
+            .get_dependencies(&self.inner.job_id)
+            .await?;
+        crate::job::children_values(deps.processed).map_err(StoreError::backend)
+    }
+
+    /// The failure reasons of this job's children that failed with
+    /// `ignoreDependencyOnFailure`, by child job key (Node's
+    /// `job.getIgnoredChildrenFailures()`, also `getFailedChildrenValues`).
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    pub async fn get_ignored_children_failures(
+        &self,
+    ) -> StoreResult<std::collections::BTreeMap<String, String>> {
+        Ok(self
+            .inner
+            .store
+            .get_dependencies(&self.inner.job_id)
+            .await?
+            .ignored)
+    }
+
+    /// This job's children by outcome (Node's `job.getDependencies()`).
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    pub async fn get_dependencies(&self) -> StoreResult<crate::store::Dependencies> {
+        self.inner.store.get_dependencies(&self.inner.job_id).await
+    }
+
+    /// How many children this job has by outcome (Node's `job.getDependenciesCount()`).
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    pub async fn get_dependencies_count(&self) -> StoreResult<crate::store::DependencyCounts> {
+        self.inner
+            .store
+            .get_dependency_counts(&self.inner.job_id)
+            .await
+    }
 }

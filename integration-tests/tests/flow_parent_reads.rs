@@ -1,0 +1,189 @@
+//! A flow parent's view of its children (issue 13, item 2), compared with Node: for a flow
+//! added by Node's FlowProducer whose children our Worker processed (completed, failed with
+//! `ignoreDependencyOnFailure`, failed with `failParentOnFailure`, still pending), our
+//! `get_children_values`, `get_ignored_children_failures`, `get_dependencies` and
+//! `get_dependencies_count` — from the Queue and from a processor's `JobContext` — agree with
+//! Node's `getChildrenValues`, `getIgnoredChildrenFailures`, `getDependencies` and
+//! `getDependenciesCount` on the same parents.
+
+mod common;
+mod worker_common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+use common::*;
+use ractor_bullmq::worker::{Job, JobContext};
+use ractor_bullmq::{Worker, WorkerArgs, WorkerCallbacks, WorkerOptions};
+use serde_json::{json, Value};
+use worker_common::*;
+
+async fn add_flow(parent_queue: &str, name: &str, children: Value) -> Result<String> {
+    let script = format!(
+        "const {{ FlowProducer }} = require('bullmq'); const {{ connectionOptions }} = require('./lib');\
+         const fp = new FlowProducer({{ connection: connectionOptions() }});\
+         fp.add({{ name: {name:?}, queueName: {parent_queue:?}, data: {{}}, children: {children} }})\
+           .then(t => {{ process.stdout.write(JSON.stringify({{ parent: t.job.id }})); return fp.close(); }})\
+           .then(() => process.exit(0), e => {{ console.error(e); process.exit(1); }});"
+    );
+    let out = node_eval(&script).await?;
+    Ok(out["parent"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Node's reads of parent `id`.
+async fn node_reads(queue: &str, id: &str) -> Result<Value> {
+    let script = format!(
+        "const {{ Queue }} = require('bullmq'); const {{ connectionOptions }} = require('./lib');\
+         const q = new Queue({queue:?}, {{ connection: connectionOptions() }});\
+         (async () => {{ const job = await q.getJob({id:?});\
+           const deps = await job.getDependencies();\
+           const out = {{ values: await job.getChildrenValues(), ignored: await job.getIgnoredChildrenFailures(),\
+             failedValues: await job.getFailedChildrenValues(),\
+             deps: {{ processed: deps.processed, unprocessed: (deps.unprocessed || []).sort(),\
+                      ignored: deps.ignored, failed: deps.failed }},\
+             counts: await job.getDependenciesCount() }};\
+           process.stdout.write(JSON.stringify(out)); await q.close(); }})()\
+           .then(() => process.exit(0), e => {{ console.error(e); process.exit(1); }});"
+    );
+    node_eval(&script).await
+}
+
+/// Ours, in the same shape.
+async fn our_reads(queue: &ractor_bullmq::Queue, id: &str) -> Result<Value> {
+    let values: BTreeMap<String, Value> = queue.get_children_values(id).await?;
+    let deps = queue.get_dependencies(id).await?;
+    let counts = queue.get_dependencies_count(id).await?;
+    let processed: BTreeMap<String, Value> = deps
+        .processed
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::from_str(v).unwrap_or(Value::Null)))
+        .collect();
+    Ok(json!({
+        "values": values,
+        "ignored": queue.get_ignored_children_failures(id).await?,
+        "failedValues": queue.get_failed_children_values(id).await?,
+        "deps": {"processed": processed, "unprocessed": deps.unprocessed,
+                 "ignored": deps.ignored, "failed": deps.failed},
+        "counts": {"processed": counts.processed, "unprocessed": counts.unprocessed,
+                   "ignored": counts.ignored, "failed": counts.failed},
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parent_reads_agree_with_node_for_every_child_outcome() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let (parents, kids, later) = (
+        unique_queue("fpr-p"),
+        unique_queue("fpr-c"),
+        unique_queue("fpr-later"),
+    );
+    // One parent whose children complete, fail ignored, and one still pending (in a queue
+    // nobody consumes); one whose child fails it.
+    let mixed = add_flow(
+        &parents,
+        "mixed",
+        json!([
+            {"name": "one", "queueName": kids, "data": {"returnValue": 1}},
+            {"name": "obj", "queueName": kids, "data": {"returnValue": {"two": [2]}}},
+            {"name": "ignored", "queueName": kids, "data": {"fail": "ignore me"},
+             "opts": {"ignoreDependencyOnFailure": true}},
+            {"name": "pending", "queueName": later, "data": {}},
+        ]),
+    )
+    .await?;
+    let failing = add_flow(
+        &parents,
+        "failing",
+        json!([{"name": "bad", "queueName": kids, "data": {"fail": "fails the parent"},
+                "opts": {"failParentOnFailure": true}}]),
+    )
+    .await?;
+    let worker = spawn_worker(&kids, WorkerOptions::new(), WorkerCallbacks::new()).await?;
+    wait_finished(&kids, 4, Duration::from_secs(30)).await?;
+    worker.close().await?;
+
+    let queue = open_queue(&parents).await?;
+    for parent in [&mixed, &failing] {
+        let theirs = node_reads(&parents, parent).await?;
+        let ours = our_reads(&queue, parent).await?;
+        assert_eq!(ours, theirs, "parent {parent}");
+    }
+    let ours = our_reads(&queue, &mixed).await?;
+    assert_eq!(
+        ours["counts"],
+        json!({"processed": 2, "unprocessed": 1, "ignored": 1, "failed": 0})
+    );
+    assert_eq!(ours["ignored"].as_object().map(|o| o.len()), Some(1));
+    let failed = our_reads(&queue, &failing).await?;
+    assert_eq!(failed["counts"]["failed"], json!(1));
+
+    // Typed values.
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    #[serde(untagged)]
+    enum Returned {
+        Number(u64),
+        Object { two: Vec<u64> },
+    }
+    let typed: BTreeMap<String, Returned> = queue.get_children_values(&mixed).await?;
+    let mut values: Vec<&Returned> = typed.values().collect();
+    values.sort_by_key(|v| matches!(v, Returned::Object { .. }));
+    assert_eq!(
+        values,
+        [&Returned::Number(1), &Returned::Object { two: vec![2] }]
+    );
+    queue.close().await?;
+    for q in [&parents, &kids, &later] {
+        cleanup(q).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_processor_reads_its_children_through_its_context() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let (parents, kids) = (unique_queue("fpr-ctx-p"), unique_queue("fpr-ctx-c"));
+    let parent = add_flow(
+        &parents,
+        "sum",
+        json!([
+            {"name": "a", "queueName": kids, "data": {"returnValue": 20}},
+            {"name": "b", "queueName": kids, "data": {"returnValue": 22}},
+        ]),
+    )
+    .await?;
+    let children = spawn_worker(&kids, WorkerOptions::new(), WorkerCallbacks::new()).await?;
+    wait_finished(&kids, 2, Duration::from_secs(30)).await?;
+    children.close().await?;
+
+    let seen: Arc<Mutex<Option<(u64, u64)>>> = Arc::default();
+    let record = seen.clone();
+    let processor = move |_job: Job, ctx: JobContext| {
+        let record = record.clone();
+        async move {
+            let values = ctx.get_children_values::<u64>().await?;
+            let counts = ctx.get_dependencies_count().await?;
+            let sum: u64 = values.values().sum();
+            *record.lock().unwrap() = Some((sum, counts.processed));
+            Ok(json!(sum))
+        }
+    };
+    let worker = Worker::spawn(
+        WorkerArgs::connect(&config(), &parents, processor, WorkerOptions::new()).await?,
+    )
+    .await?;
+    wait_finished(&parents, 1, Duration::from_secs(30)).await?;
+    worker.close().await?;
+    assert_eq!(*seen.lock().unwrap(), Some((42, 2)));
+    let read = run_node("read_jobs.js", &json!({"queue": parents, "ids": [parent]})).await?;
+    assert_eq!(read["jobs"][0]["returnvalue"], json!(42));
+    for q in [&parents, &kids] {
+        cleanup(q).await?;
+    }
+    Ok(())
+}
