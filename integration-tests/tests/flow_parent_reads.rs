@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use common::*;
+use ractor_bullmq::store::DependencyKind;
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerCallbacks, WorkerOptions};
 use serde_json::{json, Value};
@@ -71,6 +72,24 @@ async fn our_reads(queue: &ractor_bullmq::Queue, id: &str) -> Result<Value> {
     }))
 }
 
+/// Page entries as Node's paged `getDependencies` returns them: key → value (parsed for
+/// return values).
+fn entries_map(entries: &[(String, Option<String>)], parse: bool) -> Value {
+    entries
+        .iter()
+        .map(|(key, value)| {
+            let value = value.clone().unwrap_or_default();
+            let value = if parse {
+                serde_json::from_str(&value).unwrap_or(Value::Null)
+            } else {
+                Value::String(value)
+            };
+            (key.clone(), value)
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parent_reads_agree_with_node_for_every_child_outcome() -> Result<()> {
     if !node_available() {
@@ -112,6 +131,37 @@ async fn parent_reads_agree_with_node_for_every_child_outcome() -> Result<()> {
         let ours = our_reads(&queue, parent).await?;
         assert_eq!(ours, theirs, "parent {parent}");
     }
+    // Paged: one page of 100 of each kind holds them all, as Node's paged read does.
+    let script = format!(
+        "const {{ Queue }} = require('bullmq'); const {{ connectionOptions }} = require('./lib');\
+         const q = new Queue({parents:?}, {{ connection: connectionOptions() }});\
+         (async () => {{ const job = await q.getJob({mixed:?});\
+           const d = await job.getDependencies({{ processed: {{ count: 100 }}, unprocessed: {{ count: 100 }},\
+             ignored: {{ count: 100 }}, failed: {{ count: 100 }} }});\
+           process.stdout.write(JSON.stringify(d)); await q.close(); }})()\
+           .then(() => process.exit(0), e => {{ console.error(e); process.exit(1); }});"
+    );
+    let node_paged = node_eval(&script).await?;
+    let page = |kind| queue.get_dependencies_page(&mixed, kind, 0, 100);
+    let processed = page(DependencyKind::Processed).await?;
+    assert_eq!(
+        entries_map(&processed.entries, true),
+        node_paged["processed"]
+    );
+    assert_eq!(
+        json!(processed.next_cursor),
+        node_paged["nextProcessedCursor"]
+    );
+    let ignored = page(DependencyKind::Ignored).await?;
+    assert_eq!(entries_map(&ignored.entries, false), node_paged["ignored"]);
+    let unprocessed = page(DependencyKind::Unprocessed).await?;
+    let keys: Vec<Value> = unprocessed.entries.iter().map(|(k, _)| json!(k)).collect();
+    assert_eq!(json!(keys), node_paged["unprocessed"]);
+    assert_eq!(
+        json!(unprocessed.next_cursor),
+        node_paged["nextUnprocessedCursor"]
+    );
+
     let ours = our_reads(&queue, &mixed).await?;
     assert_eq!(
         ours["counts"],

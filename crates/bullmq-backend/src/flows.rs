@@ -67,6 +67,40 @@ impl DependencyCounts {
     }
 }
 
+/// One outcome of a parent's children, for paging through them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DependencyKind {
+    /// Completed children, with their return values.
+    Processed,
+    /// Children not finished yet.
+    Unprocessed,
+    /// Failed children that were ignored, with their failure reasons.
+    Ignored,
+    /// Failed children that failed the parent.
+    Failed,
+}
+
+/// One page of a parent's children of one kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DependencyPage {
+    /// Child job keys, with the return value (processed) or failure reason (ignored).
+    pub entries: Vec<(String, Option<String>)>,
+    /// The cursor of the next page; 0 when this was the last (Node's `next…Cursor`).
+    pub next_cursor: u64,
+}
+
+impl DependencyPage {
+    /// A page.
+    pub fn new(entries: Vec<(String, Option<String>)>, next_cursor: u64) -> Self {
+        Self {
+            entries,
+            next_cursor,
+        }
+    }
+}
+
 /// Reading a flow parent's children.
 #[async_trait]
 pub trait JobFlows: Send + Sync + 'static {
@@ -75,6 +109,17 @@ pub trait JobFlows: Send + Sync + 'static {
 
     /// How many children of `job_id` there are by outcome.
     async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts>;
+
+    /// About `count` children of `job_id` of one `kind`, from `cursor` (0 to start). The
+    /// cursor is the backend's (Redis: `HSCAN` / `SSCAN` cursors, a rank for `Failed`); a page
+    /// may hold more or fewer than `count` entries, and every child is on some page.
+    async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> BackendResult<DependencyPage>;
 }
 
 #[async_trait]
@@ -86,4 +131,27 @@ impl<T: JobFlows + ?Sized> JobFlows for std::sync::Arc<T> {
     async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
         (**self).get_dependency_counts(job_id).await
     }
+
+    async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> BackendResult<DependencyPage> {
+        (**self)
+            .get_dependencies_page(job_id, kind, cursor, count)
+            .await
+    }
+}
+
+/// A page of `all` (sorted entries) from the rank `cursor`: the reference paging of backends
+/// without cursors of their own.
+pub fn page_of(all: Vec<(String, Option<String>)>, cursor: u64, count: u64) -> DependencyPage {
+    let start = usize::try_from(cursor).unwrap_or(usize::MAX);
+    let take = usize::try_from(count.max(1)).unwrap_or(usize::MAX);
+    let end = start.saturating_add(take);
+    let next = if end >= all.len() { 0 } else { end as u64 };
+    let entries = all.into_iter().skip(start).take(take).collect();
+    DependencyPage::new(entries, next)
 }

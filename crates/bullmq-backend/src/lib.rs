@@ -44,7 +44,7 @@ pub use backend::{Backend, WorkerStoreOptions};
 pub use bullmq_protocol::JobRecord;
 pub use error::{BackendError, BackendResult, BoxError};
 pub use events::{EventEntry, EventPublisher, EventStream};
-pub use flows::{Dependencies, DependencyCounts, JobFlows};
+pub use flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
 pub use metrics::{Metrics, MetricsKind, MetricsMeta};
 pub use queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,

@@ -330,6 +330,16 @@ impl crate::store::JobFlows for RecordingStore {
     ) -> StoreResult<crate::store::DependencyCounts> {
         Ok(crate::store::DependencyCounts::default())
     }
+
+    async fn get_dependencies_page(
+        &self,
+        _job_id: &str,
+        _kind: crate::store::DependencyKind,
+        _cursor: u64,
+        _count: u64,
+    ) -> StoreResult<crate::store::DependencyPage> {
+        Ok(crate::store::DependencyPage::default())
+    }
 }
 
 #[async_trait]

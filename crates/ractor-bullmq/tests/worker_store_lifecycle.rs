@@ -56,6 +56,15 @@ impl ractor_bullmq::store::JobFlows for CountingStore {
     ) -> StoreResult<ractor_bullmq::store::DependencyCounts> {
         Ok(ractor_bullmq::store::DependencyCounts::default())
     }
+    async fn get_dependencies_page(
+        &self,
+        _id: &str,
+        _kind: ractor_bullmq::store::DependencyKind,
+        _cursor: u64,
+        _count: u64,
+    ) -> StoreResult<ractor_bullmq::store::DependencyPage> {
+        Ok(ractor_bullmq::store::DependencyPage::default())
+    }
 }
 
 #[async_trait]

@@ -279,3 +279,26 @@ pub(crate) fn dependency_counts(q: &QueueState, job_id: &str) -> crate::flows::D
         len(q.unsuccessful.get(job_id).map_or(0, HashSet::len)),
     )
 }
+
+/// One page of `job_id`'s children of `kind`, ranked by key.
+pub(crate) fn dependencies_page(
+    q: &QueueState,
+    job_id: &str,
+    kind: crate::flows::DependencyKind,
+    cursor: u64,
+    count: u64,
+) -> crate::flows::DependencyPage {
+    use crate::flows::DependencyKind;
+    let deps = dependencies(q, job_id);
+    let with = |m: std::collections::BTreeMap<String, String>| {
+        m.into_iter().map(|(k, v)| (k, Some(v))).collect::<Vec<_>>()
+    };
+    let without = |keys: Vec<String>| keys.into_iter().map(|k| (k, None)).collect::<Vec<_>>();
+    let all = match kind {
+        DependencyKind::Processed => with(deps.processed),
+        DependencyKind::Ignored => with(deps.ignored),
+        DependencyKind::Unprocessed => without(deps.unprocessed),
+        DependencyKind::Failed => without(deps.failed),
+    };
+    crate::flows::page_of(all, cursor, count)
+}

@@ -16,7 +16,7 @@ use super::queue_state::META_VERSION;
 use super::{add, admin, fetch, finish, flow, locks, schedulers, World};
 use crate::backend::WorkerStoreOptions;
 use crate::error::{BackendError, BackendResult};
-use crate::flows::{Dependencies, DependencyCounts, JobFlows};
+use crate::flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
 use crate::metrics::{Metrics, MetricsKind};
 use crate::queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
@@ -272,6 +272,16 @@ impl JobFlows for MemoryQueueStore {
     async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
         self.queue(|q, _| Ok(flow::dependency_counts(q, job_id)))
     }
+
+    async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> BackendResult<DependencyPage> {
+        self.queue(|q, _| Ok(flow::dependencies_page(q, job_id, kind, cursor, count)))
+    }
 }
 
 #[async_trait]
@@ -398,6 +408,19 @@ impl JobFlows for MemoryWorkerStore {
         self.handle().check()?;
         self.world
             .with_queue(&self.base, |q, _| Ok(flow::dependency_counts(q, job_id)))
+    }
+
+    async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> BackendResult<DependencyPage> {
+        self.handle().check()?;
+        self.world.with_queue(&self.base, |q, _| {
+            Ok(flow::dependencies_page(q, job_id, kind, cursor, count))
+        })
     }
 }
 

@@ -4,9 +4,10 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    AddResult, BackendError, BackendResult, Dependencies, DependencyCounts, JobEnd, JobFlows,
-    JobRecord, JobSchedulers, JobUpdates, Metrics, MetricsKind, NewJob, NextIteration,
-    ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome, UpsertOutcome,
+    AddResult, BackendError, BackendResult, Dependencies, DependencyCounts, DependencyKind,
+    DependencyPage, JobEnd, JobFlows, JobRecord, JobSchedulers, JobUpdates, Metrics, MetricsKind,
+    NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
+    UpsertOutcome,
 };
 use bullmq_protocol::job_record::text_fields;
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
@@ -204,6 +205,19 @@ impl JobFlows for RedisQueueStore {
 
     async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
         Ok(calls::get_dependency_counts(&self.client, &self.keys, job_id).await?)
+    }
+
+    async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> BackendResult<DependencyPage> {
+        Ok(
+            calls::get_dependencies_page(&self.client, &self.keys, job_id, kind, cursor, count)
+                .await?,
+        )
     }
 }
 

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    now_ms, BackendResult, ConnectionChange, Dependencies, DependencyCounts, FetchRequest, Fetched,
-    Finish, FinishReply, JobFlows, JobSchedulers, JobUpdates, NextIteration, StalledReport,
-    WorkerStore,
+    now_ms, BackendResult, ConnectionChange, Dependencies, DependencyCounts, DependencyKind,
+    DependencyPage, FetchRequest, Fetched, Finish, FinishReply, JobFlows, JobSchedulers,
+    JobUpdates, NextIteration, StalledReport, WorkerStore,
 };
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::scheduler::NextIterationPlan;
@@ -239,6 +239,18 @@ impl JobFlows for RedisWorkerStore {
 
     async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
         self.updates.get_dependency_counts(job_id).await
+    }
+
+    async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> BackendResult<DependencyPage> {
+        self.updates
+            .get_dependencies_page(job_id, kind, cursor, count)
+            .await
     }
 }
 

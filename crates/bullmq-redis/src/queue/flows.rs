@@ -3,9 +3,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use bullmq_backend::{Dependencies, DependencyCounts};
+use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, DependencyPage};
 use bullmq_protocol::keys::QueueKeys;
-use fred::prelude::{Client, HashesInterface, SetsInterface, SortedSetsInterface};
+use fred::prelude::{Client, HashesInterface, SetsInterface, SortedSetsInterface, Value};
+
+use super::reply::{array, string, unexpected};
+use super::scripts::READ_DEPENDENCIES_PAGE;
 
 use crate::error::Result;
 
@@ -76,4 +79,59 @@ pub async fn get_dependency_counts(
         ignored,
         failed,
     ))
+}
+
+/// One page of the children of `job_id` of `kind` (Node's paged `getDependencies`): `HSCAN` /
+/// `SSCAN` with `COUNT`, or a rank range of `:unsuccessful`.
+///
+/// # Errors
+///
+/// [`crate::RedisError::Command`] when the call fails.
+pub async fn get_dependencies_page(
+    client: &Client,
+    keys: &QueueKeys,
+    job_id: &str,
+    kind: DependencyKind,
+    cursor: u64,
+    count: u64,
+) -> Result<DependencyPage> {
+    let job = keys.job(job_id);
+    let (suffix, shape, pairs) = match kind {
+        DependencyKind::Processed => ("processed", "hash", true),
+        DependencyKind::Unprocessed => ("dependencies", "set", false),
+        DependencyKind::Ignored => ("failed", "hash", true),
+        DependencyKind::Failed => ("unsuccessful", "zset", false),
+        _ => return Ok(DependencyPage::default()),
+    };
+    let name = READ_DEPENDENCIES_PAGE.name();
+    let reply: Value = READ_DEPENDENCIES_PAGE
+        .run(
+            client,
+            vec![format!("{job}:{suffix}")],
+            vec![
+                Value::from(shape),
+                Value::from(cursor.to_string()),
+                Value::from(count.max(1).to_string()),
+            ],
+        )
+        .await?;
+    let mut parts = array(name, reply)?.into_iter();
+    let (Some(next), Some(items)) = (parts.next(), parts.next()) else {
+        return Err(unexpected(name, "expected {cursor, entries}"));
+    };
+    let next = string(name, next)?;
+    let next = next
+        .parse()
+        .map_err(|_| unexpected(name, format!("cursor {next:?}")))?;
+    let mut items = array(name, items)?.into_iter();
+    let mut entries = Vec::new();
+    while let Some(key) = items.next() {
+        let value = if pairs {
+            items.next().map(|v| string(name, v)).transpose()?
+        } else {
+            None
+        };
+        entries.push((string(name, key)?, value));
+    }
+    Ok(DependencyPage::new(entries, next))
 }

@@ -21,7 +21,7 @@ pub use admin::{
     clean, drain, is_paused, obliterate, obliterate_batch, pause, remove_job, resume,
     ObliterateStep, RemoveOutcome,
 };
-pub use flows::{get_dependencies, get_dependency_counts};
+pub use flows::{get_dependencies, get_dependencies_page, get_dependency_counts};
 pub use getters::{
     get_counts, get_job_hash, get_job_logs, get_meta, get_ranges, get_state, set_meta,
     DEFAULT_MAX_LEN_EVENTS, META_VERSION,

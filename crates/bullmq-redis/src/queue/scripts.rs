@@ -51,3 +51,5 @@ lua_script!(pub(crate) static REMOVE_JOB_SCHEDULER = "remove_job_scheduler":
     "includes/job_keys.lua", "remove_job_scheduler.lua");
 lua_script!(pub(crate) static READ_JOB_SCHEDULERS = "read_job_schedulers":
     "read_job_schedulers.lua");
+lua_script!(pub(crate) static READ_DEPENDENCIES_PAGE = "read_dependencies_page":
+    "read_dependencies_page.lua");

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use bullmq_backend::{Dependencies, DependencyCounts};
+use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, DependencyPage};
 use serde::de::DeserializeOwned;
 
 use super::Queue;
@@ -59,6 +59,27 @@ impl Queue {
     /// [`crate::QueueError::Redis`].
     pub async fn get_dependencies(&self, job_id: &str) -> Result<Dependencies> {
         Ok(self.inner.store.get_dependencies(job_id).await?)
+    }
+
+    /// About `count` children of `job_id` of one `kind`, from `cursor` (0 to start; the page's
+    /// `next_cursor` is 0 after the last page), as Node's `getDependencies` with paging
+    /// options.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::QueueError::Redis`].
+    pub async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> Result<DependencyPage> {
+        Ok(self
+            .inner
+            .store
+            .get_dependencies_page(job_id, kind, cursor, count)
+            .await?)
     }
 
     /// How many children `job_id` has by outcome.

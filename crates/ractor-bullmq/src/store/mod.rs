@@ -17,9 +17,9 @@ mod traced;
 
 pub use bullmq_backend::{
     BackendError as StoreError, BackendResult as StoreResult, ConnectionChange, CorruptedJob,
-    Dependencies, DependencyCounts, FetchRequest, Fetched, FetchedJob, Finish, FinishAction,
-    FinishCode, FinishReply, JobFlows, JobUpdates, NextIteration, Receipt, Retention,
-    StalledReport, WorkerStore as Store,
+    Dependencies, DependencyCounts, DependencyKind, DependencyPage, FetchRequest, Fetched,
+    FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobFlows, JobUpdates, NextIteration,
+    Receipt, Retention, StalledReport, WorkerStore as Store,
 };
 pub use bullmq_protocol::scheduler::NextIterationPlan;
 pub use bullmq_redis::RedisWorkerStore as RedisStore;

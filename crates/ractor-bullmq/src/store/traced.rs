@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use tracing::{Instrument, Span};
 
 use super::{
-    ConnectionChange, Dependencies, DependencyCounts, FetchRequest, Fetched, Finish, FinishReply,
-    JobFlows, JobUpdates, NextIteration, NextIterationPlan, StalledReport, Store, StoreResult,
+    ConnectionChange, Dependencies, DependencyCounts, DependencyKind, DependencyPage, FetchRequest,
+    Fetched, Finish, FinishReply, JobFlows, JobUpdates, NextIteration, NextIterationPlan,
+    StalledReport, Store, StoreResult,
 };
 
 /// Wraps a store and instruments every call (see the [module docs](super) for the spans).
@@ -179,6 +180,27 @@ impl<S: Store> JobFlows for Traced<S> {
             job_id
         );
         in_span(span, self.0.get_dependency_counts(job_id), |_, _| {}).await
+    }
+
+    async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> StoreResult<DependencyPage> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.get_dependencies",
+            self.queue_name(),
+            job_id
+        );
+        in_span(
+            span,
+            self.0.get_dependencies_page(job_id, kind, cursor, count),
+            |_, _| {},
+        )
+        .await
     }
 }
 

@@ -202,6 +202,24 @@ impl JobContext {
         self.inner.store.get_dependencies(&self.inner.job_id).await
     }
 
+    /// About `count` of this job's children of one `kind`, from `cursor` (0 to start; 0 again
+    /// as the page's `next_cursor` after the last page), as Node's paged `getDependencies`.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    pub async fn get_dependencies_page(
+        &self,
+        kind: crate::store::DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> StoreResult<crate::store::DependencyPage> {
+        self.inner
+            .store
+            .get_dependencies_page(&self.inner.job_id, kind, cursor, count)
+            .await
+    }
+
     /// How many children this job has by outcome (Node's `job.getDependenciesCount()`).
     ///
     /// # Errors
