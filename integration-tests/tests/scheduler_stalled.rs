@@ -4,6 +4,7 @@
 //! created once.
 
 mod common;
+mod scheduler_common;
 mod worker_common;
 
 use std::collections::BTreeSet;
@@ -12,7 +13,6 @@ use std::time::Duration;
 
 use anyhow::Result;
 use common::*;
-use fred::prelude::{ClientLike, KeysInterface, ListInterface};
 use ractor_bullmq::scheduler::{Repeat, SchedulerTemplate};
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerOptions};
@@ -20,37 +20,6 @@ use serde_json::{json, Value};
 use worker_common::*;
 
 const EVERY: u64 = 1500;
-
-async fn active_and_locked(queue: &str, id: &str) -> bool {
-    let Ok(client) = raw_client().await else {
-        return false;
-    };
-    let active: Vec<String> = client
-        .lrange(format!("{PREFIX}:{queue}:active"), 0, -1)
-        .await
-        .unwrap_or_default();
-    let locked: i64 = client
-        .exists(format!("{PREFIX}:{queue}:{id}:lock"))
-        .await
-        .unwrap_or(0);
-    let _ = client.quit().await;
-    active.iter().any(|a| a == id) && locked == 1
-}
-
-/// Ids of the `added` events: every iteration ever created, in order.
-async fn created(queue: &str) -> Result<Vec<String>> {
-    Ok(read_events(queue)
-        .await?
-        .into_iter()
-        .filter(|e| e.event == "added")
-        .filter_map(|e| {
-            e.fields
-                .into_iter()
-                .find(|(k, _)| k == "jobId")
-                .map(|(_, v)| v)
-        })
-        .collect())
-}
 
 /// Created once each, on the `every` grid.
 fn assert_one_series(created: &[String]) {
@@ -150,7 +119,7 @@ async fn our_worker_recovers_an_iteration_of_a_killed_node_worker() -> Result<()
         1,
         "{runs:?}"
     );
-    let created = created(&queue).await?;
+    let created = scheduler_common::added(&queue).await?;
     assert_one_series(&created);
     let stalled = read_events(&queue).await?;
     assert_eq!(stalled.iter().filter(|e| e.event == "stalled").count(), 1);
@@ -202,6 +171,6 @@ async fn a_node_worker_recovers_an_iteration_our_worker_abandoned() -> Result<()
         1,
         "{processed:?}"
     );
-    assert_one_series(&created(&queue).await?);
+    assert_one_series(&scheduler_common::added(&queue).await?);
     cleanup(&queue).await
 }

@@ -7,27 +7,10 @@ mod worker_common;
 use std::time::Duration;
 
 use common::*;
-use fred::prelude::{ClientLike, KeysInterface, ListInterface};
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerOptions};
 use serde_json::{json, Value};
 use worker_common::*;
-
-async fn active_and_locked(queue: &str, id: &str) -> bool {
-    let Ok(client) = raw_client().await else {
-        return false;
-    };
-    let active: Vec<String> = client
-        .lrange(format!("{PREFIX}:{queue}:active"), 0, -1)
-        .await
-        .unwrap_or_default();
-    let locked: i64 = client
-        .exists(format!("{PREFIX}:{queue}:{id}:lock"))
-        .await
-        .unwrap_or(0);
-    let _ = client.quit().await;
-    active.iter().any(|a| a == id) && locked == 1
-}
 
 async fn read_one(queue: &str, id: &str) -> anyhow::Result<Value> {
     let read = run_node("read_jobs.js", &json!({"queue": queue, "ids": [id]})).await?;

@@ -129,3 +129,22 @@ pub async fn add_with_node(queue: &str, jobs: Value) -> Result<Vec<String>> {
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect())
 }
+
+/// Whether job `id` of `queue` is in `active` and holds a lock (a worker has it).
+pub async fn active_and_locked(queue: &str, id: &str) -> bool {
+    use super::common::PREFIX;
+    use fred::prelude::{ClientLike, KeysInterface, ListInterface};
+    let Ok(client) = super::common::raw_client().await else {
+        return false;
+    };
+    let active: Vec<String> = client
+        .lrange(format!("{PREFIX}:{queue}:active"), 0, -1)
+        .await
+        .unwrap_or_default();
+    let locked: i64 = client
+        .exists(format!("{PREFIX}:{queue}:{id}:lock"))
+        .await
+        .unwrap_or(0);
+    let _ = client.quit().await;
+    active.iter().any(|a| a == id) && locked == 1
+}
