@@ -7,6 +7,7 @@
 //! cargo run --release -p bullmq-bench -- latency --rate 1000 --seconds 10
 //! cargo run --release -p bullmq-bench -- memory --inflight 10000
 //! cargo run --release -p bullmq-bench -- redis-limit --jobs 100000
+//! cargo run --release -p bullmq-bench -- flow --children 10000
 //! cargo run --release -p bullmq-bench -- all            # everything; writes docs/benchmarks.md
 //! ```
 //!
@@ -24,6 +25,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod all;
 mod fanout;
+mod flow;
 mod latency;
 mod memory;
 mod node;
@@ -128,6 +130,13 @@ enum Benchmark {
         #[arg(long, default_value_t = 50_000)]
         jobs: u64,
     },
+    /// One flow: a parent with `children` children added in one call, then drained by one
+    /// Worker; add time, Redis memory, processing time, parent completions.
+    Flow {
+        /// Children under the parent.
+        #[arg(long, default_value_t = 10_000)]
+        children: u64,
+    },
     /// Every scenario, ours and Node's; writes `docs/benchmarks.md`.
     All {
         /// Where to write the report.
@@ -170,7 +179,7 @@ async fn run(cli: Cli) -> Result<()> {
     let wants_official = !cli.skip_official
         && !matches!(
             cli.benchmark,
-            Benchmark::RedisLimit { .. } | Benchmark::Fanout { .. }
+            Benchmark::RedisLimit { .. } | Benchmark::Fanout { .. } | Benchmark::Flow { .. }
         );
     let with_official = wants_official && official::available();
     if wants_official && !with_official {
@@ -233,6 +242,9 @@ async fn run(cli: Cli) -> Result<()> {
         Benchmark::Fanout { events, jobs } => fanout::markdown_table(
             &fanout::run(&connection, &admin, events, jobs, &[1, 100]).await?,
         ),
+        Benchmark::Flow { children } => {
+            flow::markdown_table(&flow::run(&connection, &admin, children, sides.node, url).await?)
+        }
         Benchmark::All { output, scale } => {
             all::run(&connection, &admin, sides, url, &output, scale).await?
         }
