@@ -4,7 +4,8 @@
 //! `get_children_values`, `get_ignored_children_failures`, `get_dependencies` and
 //! `get_dependencies_count` — from the Queue and from a processor's `JobContext` — agree with
 //! Node's `getChildrenValues`, `getIgnoredChildrenFailures`, `getDependencies` and
-//! `getDependenciesCount` on the same parents.
+//! `getDependenciesCount` on the same parents; and they agree too when Node's Worker processed
+//! the children.
 
 mod common;
 mod worker_common;
@@ -95,6 +96,20 @@ async fn parent_reads_agree_with_node_for_every_child_outcome() -> Result<()> {
     if !node_available() {
         return Ok(());
     }
+    parent_reads_agree_with_node(false).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parent_reads_agree_with_node_for_children_processed_by_node() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    parent_reads_agree_with_node(true).await
+}
+
+/// Our reads and Node's of the same parents agree, the children processed by Node's Worker
+/// (`children_by_node`) or by ours.
+async fn parent_reads_agree_with_node(children_by_node: bool) -> Result<()> {
     let (parents, kids, later) = (
         unique_queue("fpr-p"),
         unique_queue("fpr-c"),
@@ -121,9 +136,18 @@ async fn parent_reads_agree_with_node_for_every_child_outcome() -> Result<()> {
                 "opts": {"failParentOnFailure": true}}]),
     )
     .await?;
-    let worker = spawn_worker(&kids, WorkerOptions::new(), WorkerCallbacks::new()).await?;
-    wait_finished(&kids, 4, Duration::from_secs(30)).await?;
-    worker.close().await?;
+    if children_by_node {
+        let report = run_node(
+            "run_worker.js",
+            &json!({"queue": kids, "stopAfter": 4, "idleMs": 5000, "timeoutMs": 60000}),
+        )
+        .await?;
+        assert_eq!(report["stoppedBy"], "count", "{report}");
+    } else {
+        let worker = spawn_worker(&kids, WorkerOptions::new(), WorkerCallbacks::new()).await?;
+        wait_finished(&kids, 4, Duration::from_secs(30)).await?;
+        worker.close().await?;
+    }
 
     let queue = open_queue(&parents).await?;
     for parent in [&mixed, &failing] {
