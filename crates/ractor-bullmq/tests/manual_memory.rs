@@ -219,7 +219,7 @@ async fn wrong_tokens_and_lost_locks_are_typed_refusals() {
         }
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
-    assert_eq!(recovered, [id.clone()]);
+    assert_eq!(recovered, vec![id.clone()]);
     assert_eq!(f.state(&id).await, JobState::Waiting);
     let missing = ManualJob::new(job.job().clone(), "mine");
     f.queue.remove_job(&id, false).await.unwrap();
