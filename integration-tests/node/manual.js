@@ -13,8 +13,8 @@
 //                                                job.moveToFailed(err, token, fetchNext)
 //   {op: "sleep", ms}
 // `token` defaults to the one the current job was fetched with. A fetched next job becomes the
-// current one, locked with the same token.
-// Output: {results: [...]}, one per step: {id} (the job now current, or null),
+// current one, locked with the same token; without one the finished job stays current.
+// Output: {results: [...]}, one per step: {id} (the job fetched, or null),
 // {extended: bool}, {error: message} for a call that threw (the current job is unchanged),
 // or {} for sleep.
 
@@ -34,14 +34,15 @@ run(async args => {
   const results = [];
   let current = null;
   let currentToken = null;
+  // A fetched next job becomes the current one; without one, the finished job stays current
+  // (so a step can try to finish it again).
   const take = (result, token) => {
     if (Array.isArray(result) && result[0]) {
       current = Job.fromJSON(worker, result[0], result[1]);
       currentToken = token;
-    } else {
-      current = null;
+      return { id: current.id };
     }
-    return { id: current ? current.id : null };
+    return { id: null };
   };
   try {
     for (const step of args.steps || []) {

@@ -105,9 +105,12 @@ async fn run_ours(queue: &str, lock_ms: u64, steps: &Json) -> Result<Json> {
         };
         match outcome {
             Ok(next) => {
-                // Fetched with the presented token, as Node's.
-                current = next;
-                results.push(json!({"id": current.as_ref().map(|j| j.id().to_owned())}));
+                // Fetched with the presented token, as Node's; without a next job the finished
+                // one stays current.
+                results.push(json!({"id": next.as_ref().map(|j| j.id().to_owned())}));
+                if next.is_some() {
+                    current = next;
+                }
             }
             Err(error @ ManualError::Store(_)) => return Err(error.into()),
             Err(error) => {
