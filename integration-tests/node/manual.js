@@ -12,14 +12,16 @@
 //   {op: "fail", message, unrecoverable?, fetchNext, token?}
 //                                                job.moveToFailed(err, token, fetchNext)
 //   {op: "sleep", ms}
+//   {op: "lock", id, token, ms}                  writes a stray lock (SET {id}:lock token PX ms),
+//                                                as another client could
 // `token` defaults to the one the current job was fetched with. A fetched next job becomes the
 // current one, locked with the same token; without one the finished job stays current.
 // Output: {results: [...]}, one per step: {id} (the job fetched, or null),
 // {extended: bool}, {error: message} for a call that threw (the current job is unchanged),
-// or {} for sleep.
+// or {} for sleep and lock.
 
 const { Worker, Job, UnrecoverableError } = require('bullmq');
-const { connectionOptions, run, sleep } = require('./lib');
+const { connectionOptions, rawClient, run, sleep } = require('./lib');
 
 run(async args => {
   if (!args.queue) throw new Error('missing "queue"');
@@ -79,11 +81,21 @@ run(async args => {
             await sleep(step.ms);
             results.push({});
             break;
+          case 'lock': {
+            const raw = rawClient();
+            try {
+              await raw.set(`${args.prefix || 'bull'}:${args.queue}:${step.id}:lock`, step.token, 'PX', step.ms);
+            } finally {
+              await raw.quit();
+            }
+            results.push({});
+            break;
+          }
           default:
             throw new Error(`unknown step ${JSON.stringify(step)}`);
         }
       } catch (error) {
-        if (step.op === 'sleep' || !current) throw error;
+        if (step.op === 'sleep' || step.op === 'lock' || !current) throw error;
         results.push({ error: error.message });
       }
     }

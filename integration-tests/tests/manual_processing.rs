@@ -71,6 +71,23 @@ async fn run_ours(queue: &str, lock_ms: u64, steps: &Json) -> Result<Json> {
                 results.push(json!({}));
                 continue;
             }
+            Some("lock") => {
+                let client = raw_client().await?;
+                let key = format!("{PREFIX}:{queue}:{}:lock", step["id"].as_str().expect("id"));
+                let ms = step["ms"].as_i64().expect("ms");
+                let _: () = client
+                    .set(
+                        key,
+                        token.expect("token"),
+                        Some(fred::types::Expiration::PX(ms)),
+                        None,
+                        false,
+                    )
+                    .await?;
+                client.quit().await?;
+                results.push(json!({}));
+                continue;
+            }
             Some("extend") => {
                 let job = held.expect("a current job");
                 let ms = step["ms"].as_u64().unwrap_or(30_000);
@@ -292,7 +309,12 @@ async fn refusals_match_nodes_errors_on_the_same_state() -> Result<()> {
     if !node_available() {
         return Ok(());
     }
-    let jobs = json!([job("a", json!({})), job("b", json!({"attempts": 2}))]);
+    let jobs = json!([
+        job("a", json!({})),
+        job("b", json!({"attempts": 2})),
+        job("c", json!({"removeOnComplete": true})),
+        job("d", json!({})),
+    ]);
     let steps = json!([
         {"op": "get", "token": "mine"},
         // Wrong token: lock mismatch, renewal refused; the job stays active.
@@ -310,6 +332,18 @@ async fn refusals_match_nodes_errors_on_the_same_state() -> Result<()> {
         {"op": "extend", "ms": 30000},
         {"op": "fail", "message": "too late", "fetchNext": false},
         {"op": "complete", "value": 3, "fetchNext": false},
+        // A job removed on completion, finished again: its hash is gone.
+        {"op": "get", "token": "gone"},
+        {"op": "complete", "value": 4, "fetchNext": false},
+        {"op": "complete", "value": 5, "fetchNext": false},
+        // A waiting job presented with a token it was never locked with.
+        {"op": "load", "id": "4", "token": "never"},
+        {"op": "complete", "value": 6, "fetchNext": false},
+        {"op": "extend", "ms": 30000},
+        // The same job with a stray lock of that token: not active.
+        {"op": "lock", "id": "4", "token": "never", "ms": 30000},
+        {"op": "complete", "value": 7, "fetchNext": false},
+        {"op": "fail", "message": "stray", "fetchNext": false},
     ]);
     let out = differential("manual-refusals", &jobs, 400, &steps).await?;
     let results = out["results"].as_array().expect("results");
@@ -328,6 +362,19 @@ async fn refusals_match_nodes_errors_on_the_same_state() -> Result<()> {
         "{results:?}"
     );
     assert_eq!(out["state"]["2"]["in"], json!(["active"]));
+    assert_eq!(results[13], json!({"id": "3"}));
+    assert_eq!(
+        results[15]["error"],
+        json!("Missing key for job 3. moveToFinished"),
+        "{results:?}"
+    );
+    assert!(results[17]["error"].is_string(), "{results:?}");
+    assert_eq!(
+        results[20]["error"],
+        json!("Job 4 is not in the active state. moveToFinished"),
+        "{results:?}"
+    );
+    assert_eq!(out["state"]["4"]["in"], json!(["wait"]));
     Ok(())
 }
 
@@ -471,5 +518,80 @@ async fn connections_close_after_close_and_after_drop() -> Result<()> {
         clients_become(&queue, 0).await?;
         cleanup(&queue).await?;
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_fetch_wakes_on_a_node_add() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("manual-block");
+    let options = WorkerOptions::new().drain_delay(Duration::from_secs(20));
+    let worker = ManualWorker::connect(&config(), &queue, options).await?;
+    let adder = {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            run_node(
+                "add_jobs.js",
+                &json!({"queue": queue, "jobs": [job("late", json!({}))]}),
+            )
+            .await
+        })
+    };
+    let got = tokio::time::timeout(Duration::from_secs(60), worker.get_next_job("waiter"))
+        .await??
+        .expect("woken by the add, not by the 20 s timeout");
+    assert_eq!((got.job().name(), got.token()), ("late", "waiter"));
+    adder.await??;
+    worker.move_to_completed(&got, json!(true), false).await?;
+    worker.close().await;
+    cleanup(&queue).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_left_to_expire_is_recovered_by_the_stalled_check() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let (queue, ids) = fresh_queue("manual-stalled", &json!([job("a", json!({}))])).await?;
+    let options = WorkerOptions::new()
+        .lock_duration(Duration::from_millis(300))
+        .stalled_interval(Duration::from_millis(200));
+    let worker = ManualWorker::connect(&config(), &queue, options).await?;
+    let job = worker.try_get_next_job("t").await?.expect("job");
+    // The first check marks the lock-less job, a later one moves it back to wait.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut recovered = Vec::new();
+    while recovered.is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "never recovered");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        recovered = worker.check_stalled().await?.recovered;
+    }
+    assert_eq!(recovered, ids);
+    assert!(matches!(
+        worker.move_to_completed(&job, json!(1), false).await,
+        Err(ManualError::LockMissing { .. })
+    ));
+    let names: Vec<String> = read_events(&queue)
+        .await?
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(names.contains(&"stalled".to_owned()), "{names:?}");
+    // Fetched again, by Node this time, with its own token.
+    let node = run_node(
+        "manual.js",
+        &json!({"queue": queue, "steps": [
+            {"op": "get", "token": "node"},
+            {"op": "complete", "value": "second run", "fetchNext": false},
+        ]}),
+    )
+    .await?;
+    assert_eq!(node["results"], json!([{"id": ids[0]}, {"id": null}]));
+    worker.close().await;
+    cleanup(&queue).await?;
     Ok(())
 }
