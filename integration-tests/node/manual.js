@@ -12,15 +12,17 @@
 //   {op: "fail", message, unrecoverable?, fetchNext, token?}
 //                                                job.moveToFailed(err, token, fetchNext)
 //   {op: "sleep", ms}
+//   {op: "add", name, data, opts}                queue.add (opts.parent {id} links a child to a
+//                                                parent of this queue)
 //   {op: "lock", id, token, ms}                  writes a stray lock (SET {id}:lock token PX ms),
 //                                                as another client could
 // `token` defaults to the one the current job was fetched with. A fetched next job becomes the
 // current one, locked with the same token; without one the finished job stays current.
 // Output: {results: [...]}, one per step: {id} (the job fetched, or null),
 // {extended: bool}, {error: message} for a call that threw (the current job is unchanged),
-// or {} for sleep and lock.
+// {added: id} for add, or {} for sleep and lock.
 
-const { Worker, Job, UnrecoverableError } = require('bullmq');
+const { Queue, Worker, Job, UnrecoverableError } = require('bullmq');
 const { connectionOptions, rawClient, run, sleep } = require('./lib');
 
 run(async args => {
@@ -81,6 +83,21 @@ run(async args => {
             await sleep(step.ms);
             results.push({});
             break;
+          case 'add': {
+            const queue = new Queue(args.queue, { connection: connectionOptions(), prefix: args.prefix || 'bull' });
+            try {
+              const opts = { ...(step.opts || {}) };
+              // A parent of this queue unless named otherwise.
+              if (opts.parent && !opts.parent.queue) {
+                opts.parent = { ...opts.parent, queue: `${args.prefix || 'bull'}:${args.queue}` };
+              }
+              const added = await queue.add(step.name, step.data || {}, opts);
+              results.push({ added: added.id });
+            } finally {
+              await queue.close();
+            }
+            break;
+          }
           case 'lock': {
             const raw = rawClient();
             try {
@@ -95,7 +112,7 @@ run(async args => {
             throw new Error(`unknown step ${JSON.stringify(step)}`);
         }
       } catch (error) {
-        if (step.op === 'sleep' || step.op === 'lock' || !current) throw error;
+        if (['sleep', 'lock', 'add'].includes(step.op) || !current) throw error;
         results.push({ error: error.message });
       }
     }

@@ -71,6 +71,20 @@ async fn run_ours(queue: &str, lock_ms: u64, steps: &Json) -> Result<Json> {
                 results.push(json!({}));
                 continue;
             }
+            Some("add") => {
+                // Node adds for both runs: what is compared is the manual side.
+                let mut opts = step["opts"].clone();
+                if let Some(parent) = opts.get_mut("parent") {
+                    parent["queue"] = json!(format!("{PREFIX}:{queue}"));
+                }
+                let added = run_node(
+                    "add_jobs.js",
+                    &json!({"queue": queue, "jobs": [{"name": step["name"], "data": {}, "opts": opts}]}),
+                )
+                .await?;
+                results.push(json!({"added": added["ids"][0]}));
+                continue;
+            }
             Some("lock") => {
                 let client = raw_client().await?;
                 let key = format!("{PREFIX}:{queue}:{}:lock", step["id"].as_str().expect("id"));
@@ -171,6 +185,10 @@ async fn snapshot(queue: &str, ids: &[String]) -> Result<BTreeMap<String, Json>>
             .remove("stacktrace")
             .map(|s| serde_json::from_str::<Vec<String>>(&s).map_or(0, |v| v.len()));
         hash.retain(|field, _| !VOLATILE.contains(&field.as_str()));
+        // Parent links name the queue, which differs between the two runs.
+        for value in hash.values_mut() {
+            *value = value.replace(queue, "<queue>");
+        }
         let lock: Option<String> = client.get(key(&format!("{id}:lock"))).await?;
         out.insert(
             id.clone(),
@@ -214,6 +232,15 @@ async fn differential(case: &str, jobs: &Json, lock_ms: u64, steps: &Json) -> Re
     assert_eq!(ids, rust_ids);
     let ours = run_ours(&rust_queue, lock_ms, steps).await?;
     assert_eq!(ours, node, "step results differ (left ours, right Node)");
+    // Jobs the steps added are compared too.
+    let mut ids = ids;
+    ids.extend(
+        node["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["added"].as_str().map(str::to_owned)),
+    );
     let (node_state, rust_state) = (
         snapshot(&node_queue, &ids).await?,
         snapshot(&rust_queue, &ids).await?,
@@ -593,5 +620,40 @@ async fn a_lock_left_to_expire_is_recovered_by_the_stalled_check() -> Result<()>
     assert_eq!(node["results"], json!([{"id": ids[0]}, {"id": null}]));
     worker.close().await;
     cleanup(&queue).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_with_pending_or_failed_children_is_refused_as_by_node() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let jobs = json!([job("parent", json!({}))]);
+    let steps = json!([
+        {"op": "get", "token": "p"},
+        // A child added under the active parent: the parent cannot complete yet.
+        {"op": "add", "name": "child", "opts": {"parent": {"id": "1"}, "failParentOnFailure": true}},
+        {"op": "complete", "value": 1, "fetchNext": false},
+        {"op": "get", "token": "c"},
+        {"op": "fail", "message": "child failed", "fetchNext": false},
+        // The child failed: the parent cannot complete, but it can fail.
+        {"op": "load", "id": "1", "token": "p"},
+        {"op": "complete", "value": 2, "fetchNext": false},
+        {"op": "fail", "message": "parent gives up", "fetchNext": false},
+    ]);
+    let out = differential("manual-children", &jobs, 30_000, &steps).await?;
+    let results = out["results"].as_array().expect("results");
+    assert_eq!(
+        results[2]["error"],
+        json!("Job 1 has pending dependencies. moveToFinished"),
+        "{results:?}"
+    );
+    assert_eq!(
+        results[6]["error"],
+        json!("Cannot complete job 1 because it has at least one failed child. moveToFinished"),
+        "{results:?}"
+    );
+    assert_eq!(out["state"]["1"]["in"], json!(["failed"]));
+    assert_eq!(out["state"]["2"]["in"], json!(["failed"]));
     Ok(())
 }
