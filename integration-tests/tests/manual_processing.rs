@@ -345,13 +345,14 @@ async fn refusals_match_nodes_errors_on_the_same_state() -> Result<()> {
     let steps = json!([
         {"op": "get", "token": "mine"},
         // Wrong token: lock mismatch, renewal refused; the job stays active.
-        {"op": "complete", "value": 1, "token": "theirs", "fetchNext": false},
+        // Refused: nothing fetched even with fetchNext (job 2 stays waiting).
+        {"op": "complete", "value": 1, "token": "theirs", "fetchNext": true},
         {"op": "fail", "message": "x", "token": "theirs", "fetchNext": false},
         {"op": "extend", "ms": 30000, "token": "theirs"},
         {"op": "complete", "value": 1, "fetchNext": false},
         // Finished twice.
-        {"op": "complete", "value": 2, "fetchNext": false},
-        {"op": "fail", "message": "again", "fetchNext": false},
+        {"op": "complete", "value": 2, "fetchNext": true},
+        {"op": "fail", "message": "again", "fetchNext": true},
         {"op": "extend", "ms": 30000},
         // An expired lock (400 ms): refused, still active.
         {"op": "get", "token": "short"},
@@ -638,7 +639,7 @@ async fn a_parent_with_pending_or_failed_children_is_refused_as_by_node() -> Res
         {"op": "fail", "message": "child failed", "fetchNext": false},
         // The child failed: the parent cannot complete, but it can fail.
         {"op": "load", "id": "1", "token": "p"},
-        {"op": "complete", "value": 2, "fetchNext": false},
+        {"op": "complete", "value": 2, "fetchNext": true},
         {"op": "fail", "message": "parent gives up", "fetchNext": false},
     ]);
     let out = differential("manual-children", &jobs, 30_000, &steps).await?;

@@ -34,6 +34,10 @@ pub struct FetchRequest {
     /// lock's value, so any client holding it can renew and finish the job). Meant for
     /// fetches of one job.
     pub token: Option<String>,
+    /// In a [`WorkerStore::finish_batch`]: fetch only when every finish of the call was done
+    /// ([`FinishCode::Ok`]), as Node's `moveToFinished(…, fetchNext)`, which fetches nothing
+    /// after a refusal. `false` (the Worker's choice): fetch for the slots in any case.
+    pub only_if_finished: bool,
 }
 
 impl FetchRequest {
@@ -46,6 +50,7 @@ impl FetchRequest {
             worker_name: None,
             limiter: None,
             token: None,
+            only_if_finished: false,
         }
     }
 
@@ -53,6 +58,14 @@ impl FetchRequest {
     #[must_use]
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Fetch only after a finish call whose finishes were all done (see
+    /// [`FetchRequest::only_if_finished`]).
+    #[must_use]
+    pub fn only_if_finished(mut self) -> Self {
+        self.only_if_finished = true;
         self
     }
 

@@ -289,7 +289,8 @@ pub async fn lock_checks_on_finish(backend: Arc<dyn Backend>, queue: &str) {
 
 /// A fetch with the caller's own token (Node's `getNextJob(token)`) locks the job with exactly
 /// that token, in a fetch alone and in a finish's fetch; the token renews and finishes the job,
-/// and another token is refused.
+/// and another token is refused. A finish's fetch with `only_if_finished` is skipped after a
+/// refusal.
 pub async fn fetch_with_exact_token(backend: Arc<dyn Backend>, queue: &str) {
     let c = Ctx::new(backend, queue).await;
     let a = c.add("a", "{}").await;
@@ -339,6 +340,33 @@ pub async fn fetch_with_exact_token(backend: Arc<dyn Backend>, queue: &str) {
         (b.as_str(), "my-token")
     );
     assert_eq!(c.state(&a).await, JobState::Completed);
+    // A refused finish fetches nothing when asked so (Node's moveToFinished), and the next
+    // job stays waiting.
+    let d = c.add("d", "{}").await;
+    let refused = Finish {
+        job_id: b.clone(),
+        token: "not-my-token".into(),
+        action: complete(),
+        receipt: next.receipt,
+    };
+    let strict = request.clone().only_if_finished();
+    let reply = c
+        .worker
+        .finish_batch(std::slice::from_ref(&refused), Some(&strict))
+        .await
+        .unwrap();
+    assert_eq!(reply.codes, [FinishCode::LockNotOwned]);
+    assert!(reply.fetched.jobs.is_empty(), "{reply:?}");
+    assert_eq!(c.state(&d).await, JobState::Waiting);
+    // The Worker's fetch (without the flag) fetches for the slot in any case.
+    let reply = c
+        .worker
+        .finish_batch(std::slice::from_ref(&refused), Some(&request))
+        .await
+        .unwrap();
+    assert_eq!(reply.codes, [FinishCode::LockNotOwned]);
+    assert_eq!(reply.fetched.jobs.len(), 1, "{reply:?}");
+    assert_eq!(reply.fetched.jobs[0].id, d);
     assert_eq!(c.finish(next, complete()).await, FinishCode::Ok);
     c.close().await;
 }

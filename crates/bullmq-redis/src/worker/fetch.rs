@@ -23,6 +23,7 @@ pub(crate) fn wire(request: &FetchRequest, token_seq: u64, now_ms: u64) -> WireF
         token_prefix: &request.token_prefix,
         token_seq,
         token: request.token.as_deref(),
+        only_if_finished: request.only_if_finished,
         lock_duration: u64::try_from(request.lock_duration.as_millis())
             .unwrap_or(u64::MAX)
             .max(1),
@@ -45,6 +46,9 @@ pub(crate) struct WireFetch<'a> {
     /// The caller's exact lock token, which replaces `{tokenPrefix}:{seq}` when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<&'a str>,
+    /// Read by the finish script: fetch only when every finish was done.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    only_if_finished: bool,
     lock_duration: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,

@@ -441,7 +441,8 @@ impl ManualWorker {
         let action = verdict.action();
         // Node's retryJob fetches nothing.
         let fetch = fetch_next && !matches!(action, FinishAction::Retry { .. });
-        let request = fetch.then(|| self.request(job.token()));
+        // As Node's moveToFinished: nothing is fetched after a refusal.
+        let request = fetch.then(|| self.request(job.token()).only_if_finished());
         let finish = Finish {
             job_id: job.id().to_owned(),
             token: job.token().to_owned(),
@@ -461,14 +462,7 @@ impl ManualWorker {
         let corrupted = reply.corrupted.first().map(|(_, reason)| reason.clone());
         if let Some(error) = ManualError::refusal(job.id(), code, verdict.command(), corrupted) {
             telemetry::finish_refused(self.queue_name(), &self.label, job.id(), &error);
-            // A fetch in the same call may still have taken a job: hand it out rather than
-            // leave it locked with nobody knowing.
-            if let Some(next) = self.accept(reply.fetched).await? {
-                tracing::warn!(
-                    job_id = next.id(),
-                    "job fetched with a refused finish; left to stalled recovery"
-                );
-            }
+            // `only_if_finished`: the call fetched nothing.
             return Err(error);
         }
         let jt = JobTelemetry::from_job(job.job(), &self.label);
