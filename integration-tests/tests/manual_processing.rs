@@ -658,3 +658,53 @@ async fn a_parent_with_pending_or_failed_children_is_refused_as_by_node() -> Res
     assert_eq!(out["state"]["2"]["in"], json!(["failed"]));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupted_job_is_failed_and_skipped() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let jobs = json!([
+        job("broken", json!({})),
+        job("fine", json!({})),
+        job("also-fine", json!({}))
+    ]);
+    let (queue, ids) = fresh_queue("manual-corrupted", &jobs).await?;
+    let client = raw_client().await?;
+    // Another client's bad edit: the hash loses a field every client writes.
+    for id in [&ids[0], &ids[2]] {
+        let _: i64 = client
+            .hdel(format!("{PREFIX}:{queue}:{id}"), "opts")
+            .await?;
+    }
+    let worker = ManualWorker::connect(&config(), &queue, WorkerOptions::new()).await?;
+    let got = worker
+        .try_get_next_job("t")
+        .await?
+        .expect("the readable job");
+    assert_eq!(got.id(), ids[1]);
+    // The fetch-next of the completion skips the broken third job too.
+    assert!(worker
+        .move_to_completed(&got, json!(1), true)
+        .await?
+        .is_none());
+    let reader = open_queue(&queue).await?;
+    for id in [&ids[0], &ids[2]] {
+        assert_eq!(
+            reader.get_job_state(id).await?,
+            ractor_bullmq::protocol::state::JobState::Failed
+        );
+        let reason: Option<String> = client
+            .hget(format!("{PREFIX}:{queue}:{id}"), "failedReason")
+            .await?;
+        assert!(
+            reason.as_deref().is_some_and(|r| r.contains("opts")),
+            "{reason:?}"
+        );
+    }
+    worker.close().await;
+    reader.close().await?;
+    client.quit().await?;
+    cleanup(&queue).await?;
+    Ok(())
+}

@@ -470,7 +470,14 @@ impl ManualWorker {
             Duration::from_millis(now_ms().saturating_sub(at))
         });
         telemetry::job_finished(&jt, verdict.attempt_end(), ran_for);
-        self.accept(reply.fetched).await
+        let fetched = reply.fetched;
+        let taken = fetched.jobs.len() + fetched.corrupted.len() + fetched.dropped.len();
+        match self.accept(fetched).await? {
+            Some(next) => Ok(Some(next)),
+            // The fetched job could not be handed out (a corrupted record, failed): look on.
+            None if taken > 0 => self.next_job(job.token(), false).await,
+            None => Ok(None),
+        }
     }
 
     fn ensure_open(&self) -> Result<(), ManualError> {
