@@ -12,23 +12,7 @@
 //!
 //! [`Worker`]: super::Worker
 //!
-//! ```no_run
-//! use std::time::Duration;
-//! use ractor_bullmq::worker::{ManualWorker, WorkerOptions};
-//! use ractor_bullmq::ConnectionConfig;
-//!
-//! # async fn demo() -> anyhow::Result<()> {
-//! let config = ConnectionConfig::from_env()?;
-//! let worker = ManualWorker::connect(&config, "emails", WorkerOptions::new()).await?;
-//! let mut next = worker.get_next_job("my-token").await?;
-//! while let Some(job) = next {
-//!     worker.extend_lock(&job, Duration::from_secs(30)).await?;
-//!     let value = serde_json::json!({ "sent": job.job().id() });
-//!     next = worker.move_to_completed(&job, value, true).await?;
-//! }
-//! worker.close().await;
-//! # Ok(()) }
-//! ```
+//! See [`ManualWorker`] for an example.
 
 mod error;
 mod job;

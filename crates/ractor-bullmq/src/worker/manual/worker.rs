@@ -44,7 +44,30 @@ const MAX_SKIPPED: usize = 32;
 ///
 /// Its connections are released by [`ManualWorker::close`], or when it is dropped.
 ///
-/// See the [module docs](super) for an example.
+/// Nothing runs in the background unless asked: no lock renewal (call
+/// [`ManualWorker::extend_lock`]) and no stalled check (start it with
+/// [`ManualWorker::start_stalled_check_timer`], or call [`ManualWorker::check_stalled`]), as in
+/// Node, where a worker without a processor starts neither.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use ractor_bullmq::worker::{ManualWorker, WorkerOptions};
+/// use ractor_bullmq::ConnectionConfig;
+///
+/// # async fn demo() -> anyhow::Result<()> {
+/// let config = ConnectionConfig::from_env()?;
+/// let worker = ManualWorker::connect(&config, "emails", WorkerOptions::new()).await?;
+/// let mut next = worker.get_next_job("my-token").await?;
+/// while let Some(job) = next {
+///     worker.extend_lock(&job, Duration::from_secs(30)).await?;
+///     let value = serde_json::json!({ "sent": job.job().id() });
+///     next = worker.move_to_completed(&job, value, true).await?;
+/// }
+/// worker.close().await;
+/// # Ok(()) }
+/// ```
 pub struct ManualWorker {
     store: Arc<dyn Store>,
     opts: WorkerOptions,
