@@ -11,6 +11,7 @@
 //   {op: "complete", value, fetchNext, token?}   job.moveToCompleted(value, token, fetchNext)
 //   {op: "fail", message, unrecoverable?, fetchNext, token?}
 //                                                job.moveToFailed(err, token, fetchNext)
+//   {op: "delay", ms, token?}                    job.moveToDelayed(Date.now() + ms, token)
 //   {op: "sleep", ms}
 //   {op: "add", name, data, opts}                queue.add (opts.parent {id} links a child to a
 //                                                parent of this queue)
@@ -20,7 +21,7 @@
 // current one, locked with the same token; without one the finished job stays current.
 // Output: {results: [...]}, one per step: {id} (the job fetched, or null),
 // {extended: bool}, {error: message} for a call that threw (the current job is unchanged),
-// {added: id} for add, or {} for sleep and lock.
+// {delayed: true}, {added: id} for add, or {} for sleep and lock.
 
 const { Queue, Worker, Job, UnrecoverableError } = require('bullmq');
 const { connectionOptions, rawClient, run, sleep } = require('./lib');
@@ -79,6 +80,10 @@ run(async args => {
             results.push(take(await current.moveToFailed(err, token, !!step.fetchNext), token));
             break;
           }
+          case 'delay':
+            await current.moveToDelayed(Date.now() + step.ms, token);
+            results.push({ delayed: true });
+            break;
           case 'sleep':
             await sleep(step.ms);
             results.push({});

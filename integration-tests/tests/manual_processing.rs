@@ -113,6 +113,19 @@ async fn run_ours(queue: &str, lock_ms: u64, steps: &Json) -> Result<Json> {
                 results.push(json!({"extended": extended}));
                 continue;
             }
+            Some("delay") => {
+                let job = held.expect("a current job");
+                let ms = step["ms"].as_u64().expect("ms");
+                match worker
+                    .move_to_delayed(&job, Duration::from_millis(ms))
+                    .await
+                {
+                    Ok(()) => results.push(json!({"delayed": true})),
+                    Err(error @ ManualError::Store(_)) => return Err(error.into()),
+                    Err(error) => results.push(json!({"error": error.to_string()})),
+                }
+                continue;
+            }
             Some("complete") => {
                 let job = held.expect("a current job");
                 worker
@@ -185,6 +198,13 @@ async fn snapshot(queue: &str, ids: &[String]) -> Result<BTreeMap<String, Json>>
             .remove("stacktrace")
             .map(|s| serde_json::from_str::<Vec<String>>(&s).map_or(0, |v| v.len()));
         hash.retain(|field, _| !VOLATILE.contains(&field.as_str()));
+        // Node computes a manual delay from a timestamp (`moveToDelayed(Date.now() + ms)`),
+        // which can lose a millisecond: compared in seconds.
+        if let Some(delay) = hash.get_mut("delay") {
+            if let Ok(ms) = delay.parse::<u64>() {
+                *delay = format!("{}s", (ms + 500) / 1000);
+            }
+        }
         // Parent links name the queue, which differs between the two runs.
         for value in hash.values_mut() {
             *value = value.replace(queue, "<queue>");
@@ -278,6 +298,7 @@ async fn manual_program_matches_node_job_by_job() -> Result<()> {
         job("four", json!({"removeOnComplete": true})),
         job("five", json!({})),
         job("six", json!({"attempts": 5})),
+        job("seven", json!({"attempts": 2})),
     ]);
     let steps = json!([
         {"op": "get", "token": "tok-1"},
@@ -294,10 +315,15 @@ async fn manual_program_matches_node_job_by_job() -> Result<()> {
         {"op": "get", "token": "tok-3"},
         // Attempts used up (1): failed, then six fetched (two's retry went to the back).
         {"op": "fail", "message": "boom five", "fetchNext": true},
-        // six: unrecoverable despite its attempts; two's retry fetched.
+        // six: unrecoverable despite its attempts; seven fetched.
         {"op": "fail", "message": "never", "unrecoverable": true, "fetchNext": true},
-        // Nothing left to fetch (three is delayed): the queue drains.
+        // seven completes; two's retry fetched.
         {"op": "complete", "value": null, "fetchNext": true},
+        // two (held with tok-3): delayed by hand, no attempt counted; a wrong token is refused,
+        // and so is delaying it twice.
+        {"op": "delay", "ms": 120000, "token": "not-tok-4"},
+        {"op": "delay", "ms": 120000},
+        {"op": "delay", "ms": 120000},
         {"op": "get", "token": "tok-4"},
     ]);
     let out = differential("manual-parity", &jobs, 30_000, &steps).await?;
@@ -315,7 +341,10 @@ async fn manual_program_matches_node_job_by_job() -> Result<()> {
             &Json::Null,
             &json!("5"),
             &json!("6"),
+            &json!("7"),
             &json!("2"),
+            &Json::Null,
+            &Json::Null,
             &Json::Null,
             &Json::Null
         ],
@@ -323,11 +352,23 @@ async fn manual_program_matches_node_job_by_job() -> Result<()> {
     );
     let state = &out["state"];
     assert_eq!(state["1"]["in"], json!(["completed"]));
-    assert_eq!(state["2"]["in"], json!(["completed"]));
+    assert_eq!(state["2"]["in"], json!(["delayed"]));
+    assert_eq!(
+        state["2"]["hash"]["atm"],
+        json!("1"),
+        "the manual delay counts no attempt"
+    );
     assert_eq!(state["3"]["in"], json!(["delayed"]));
     assert_eq!(state["4"]["in"], json!([]));
     assert_eq!(state["5"]["in"], json!(["failed"]));
     assert_eq!(state["6"]["in"], json!(["failed"]));
+    assert_eq!(state["7"]["in"], json!(["completed"]));
+    assert_eq!(
+        results[11]["error"],
+        json!("Lock mismatch for job 2. Cmd moveToDelayed from active")
+    );
+    assert_eq!(results[12], json!({"delayed": true}));
+    assert!(results[13]["error"].is_string(), "{results:?}");
     Ok(())
 }
 

@@ -266,6 +266,36 @@ impl ManualWorker {
         self.finish(job, failure(&error), fetch_next).await
     }
 
+    /// Moves `job` to `delayed` for `delay` without counting an attempt (Node's
+    /// `job.moveToDelayed(timestamp, token)`): emits `delayed`; the job is ready again after
+    /// `delay`, and the next fetch locks it anew.
+    ///
+    /// # Errors
+    ///
+    /// As [`ManualWorker::move_to_completed`] (command `moveToDelayed`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: the job may be delayed when the future is dropped.
+    pub async fn move_to_delayed(
+        &self,
+        job: &ManualJob,
+        delay: Duration,
+    ) -> Result<(), ManualError> {
+        self.ensure_open()?;
+        let code = self
+            .store
+            .move_to_delayed(job.id(), job.token(), delay)
+            .await?;
+        match ManualError::refusal(job.id(), code, "moveToDelayed", None) {
+            Some(error) => {
+                telemetry::finish_refused(self.queue_name(), &self.label, job.id(), &error);
+                Err(error)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Runs one stalled check now (what Node's stalled-check timer runs each
     /// `stalled_interval`): at most once per `stalled_interval` across every worker of the
     /// queue, active jobs without a lock go back to wait (`stalled`), and those stalled more
