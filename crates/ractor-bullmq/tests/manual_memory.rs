@@ -237,34 +237,3 @@ async fn wrong_tokens_and_lost_locks_are_typed_refusals() {
         Err(ManualError::Closed)
     ));
 }
-
-#[tokio::test]
-async fn finishes_and_refusals_are_reported_as_the_workers() {
-    use ractor_bullmq::telemetry::testing::CapturedEvents;
-
-    let f = Fixture::new("manual-telemetry").await;
-    f.add("{}").await;
-    f.add(r#"{"attempts":2}"#).await;
-    let worker = f.worker(options().name("by-hand")).await;
-    let capture = CapturedEvents::new();
-    let _guard = capture.set_default();
-    let job = worker.get_next_job("t").await.unwrap().expect("job");
-    let next = worker
-        .move_to_completed(&job, json!(1), true)
-        .await
-        .unwrap()
-        .expect("next");
-    worker
-        .move_to_failed(&next, anyhow::anyhow!("again"), false)
-        .await
-        .unwrap();
-    let _ = worker.move_to_completed(&next, json!(1), false).await;
-    let completed = capture.first("bullmq.job.completed").expect("completed");
-    assert_eq!(completed.field("worker"), Some("by-hand"));
-    assert_eq!(completed.field("job.id"), Some(job.id()));
-    let retried = capture.first("bullmq.job.retried").expect("retried");
-    assert_eq!(retried.field("error"), Some("again"));
-    let refused = capture.first("bullmq.job.finish_refused").expect("refused");
-    assert_eq!(refused.field("job.id"), Some(next.id()));
-    worker.close().await;
-}
