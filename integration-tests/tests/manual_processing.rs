@@ -574,7 +574,11 @@ async fn connections_close_after_close_and_after_drop() -> Result<()> {
         assert!(worker.get_next_job("t").await?.is_none());
         worker.start_stalled_check_timer()?;
         let open = named_clients(&queue).await?;
-        assert!(!open.is_empty(), "the worker's connections are named");
+        assert_eq!(
+            open.len(),
+            2,
+            "a command and a blocking connection, named: {open:?}"
+        );
         if dropped {
             drop(worker);
         } else {
