@@ -237,3 +237,11 @@ async fn wrong_tokens_and_lost_locks_are_typed_refusals() {
         Err(ManualError::Closed)
     ));
 }
+
+#[test]
+fn the_worker_can_be_shared_between_tasks() {
+    fn shared<T: Send + Sync + 'static>() {}
+    shared::<ManualWorker>();
+    shared::<ManualJob>();
+    shared::<ManualError>();
+}
