@@ -5,3 +5,8 @@
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/guides/schedulers.md")]
 pub struct SchedulersGuide;
+
+/// `docs/guides/workers.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/workers.md")]
+pub struct WorkersGuide;

@@ -29,6 +29,15 @@ pub struct FetchRequest {
     /// Worker rate limit: at most `max` jobs per `duration` (Node `limiter`). A queue-level
     /// limit takes precedence, as in Node.
     pub limiter: Option<(u32, Duration)>,
+    /// The caller's own lock token: every job of this fetch is locked with exactly this value
+    /// instead of `{token_prefix}:{seq}` (Node's `worker.getNextJob(token)`, whose token is the
+    /// lock's value, so any client holding it can renew and finish the job). Meant for
+    /// fetches of one job.
+    pub token: Option<String>,
+    /// In a [`WorkerStore::finish_batch`]: fetch only when every finish of the call was done
+    /// ([`FinishCode::Ok`]), as Node's `moveToFinished(…, fetchNext)`, which fetches nothing
+    /// after a refusal. `false` (the Worker's choice): fetch for the slots in any case.
+    pub only_if_finished: bool,
 }
 
 impl FetchRequest {
@@ -40,6 +49,32 @@ impl FetchRequest {
             lock_duration,
             worker_name: None,
             limiter: None,
+            token: None,
+            only_if_finished: false,
+        }
+    }
+
+    /// With the caller's own lock token (see [`FetchRequest::token`]).
+    #[must_use]
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Fetch only after a finish call whose finishes were all done (see
+    /// [`FetchRequest::only_if_finished`]).
+    #[must_use]
+    pub fn only_if_finished(mut self) -> Self {
+        self.only_if_finished = true;
+        self
+    }
+
+    /// The lock token of the job taken with sequence number `seq`: the caller's
+    /// [`FetchRequest::token`] when set, else `{token_prefix}:{seq}`.
+    pub fn token_for(&self, seq: u64) -> String {
+        match &self.token {
+            Some(token) => token.clone(),
+            None => format!("{}:{seq}", self.token_prefix),
         }
     }
 }

@@ -3,7 +3,8 @@
 
   KEYS: the worker layout described in includes/worker_common.lua.
   ARGV[1] queue base
-  ARGV[2] JSON { now, metricsMax, fetch = <fetch request or null> }
+  ARGV[2] JSON { now, metricsMax, fetch = <fetch request or null> }; a fetch request with
+  onlyIfFinished = true is skipped when any item was not finished (code other than 0)
   ARGV[3..] the items, flat (decoding them as JSON costs Redis more): id, token, spec, value and,
   when the spec has flag "s", stacktrace. spec is
     "kind|flags|atm|number|keepCount|keepAge|keepLimit"
@@ -281,7 +282,13 @@ end
 
 local fetched = { {}, 0, 0, 0, {} }
 local looked = false
-if req.fetch ~= nil and req.fetch ~= cjson.null and tonumber(req.fetch.count) > 0 then
+-- fetch.onlyIfFinished: no fetch after a refused (or corrupted) item, as Node's moveToFinished.
+local allFinished = true
+for i = 1, #codes do
+  if codes[i] ~= 0 then allFinished = false end
+end
+if req.fetch ~= nil and req.fetch ~= cjson.null and tonumber(req.fetch.count) > 0
+  and (allFinished or req.fetch.onlyIfFinished ~= true) then
   req.fetch.now = now
   fetched = wFetch(req.fetch)
   looked = true

@@ -73,9 +73,9 @@ pub use schedulers::{
 };
 pub use worker::{
     complete_with_retention, extend_locks_renews_own_locks, fetch_locks_and_counts_attempts,
-    finish_and_fetch_in_one_call, lock_checks_on_finish, pause_gates_fetch, rate_limits,
-    retry_backoff_delay, retry_then_fail_with_retries_exhausted, stalled_jobs_recovered,
-    wait_for_job_woken_by_add,
+    fetch_with_exact_token, finish_and_fetch_in_one_call, lock_checks_on_finish, pause_gates_fetch,
+    rate_limits, retry_backoff_delay, retry_then_fail_with_retries_exhausted,
+    stalled_jobs_recovered, wait_for_job_woken_by_add,
 };
 
 /// Runs every conformance case as its own `#[tokio::test]` against the backend `$make`
@@ -104,6 +104,7 @@ macro_rules! conformance_tests {
             retry_then_fail_with_retries_exhausted,
             retry_backoff_delay,
             lock_checks_on_finish,
+            fetch_with_exact_token,
             extend_locks_renews_own_locks,
             stalled_jobs_recovered,
             pause_gates_fetch,

@@ -287,6 +287,90 @@ pub async fn lock_checks_on_finish(backend: Arc<dyn Backend>, queue: &str) {
     c.close().await;
 }
 
+/// A fetch with the caller's own token (Node's `getNextJob(token)`) locks the job with exactly
+/// that token, in a fetch alone and in a finish's fetch; the token renews and finishes the job,
+/// and another token is refused. A finish's fetch with `only_if_finished` is skipped after a
+/// refusal.
+pub async fn fetch_with_exact_token(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let a = c.add("a", "{}").await;
+    let b = c.add("b", "{}").await;
+    let request = c.request(1, LONG_LOCK).with_token("my-token");
+    let fetched = c.fetch_with(&request).await;
+    assert_eq!(fetched.jobs.len(), 1, "{fetched:?}");
+    let job = &fetched.jobs[0];
+    assert_eq!(
+        (job.id.as_str(), job.token.as_str()),
+        (a.as_str(), "my-token")
+    );
+    let lost = c
+        .worker
+        .extend_locks(&[(a.clone(), "my-token".into())], LONG_LOCK)
+        .await
+        .unwrap();
+    assert!(lost.is_empty(), "renewed with the caller's token: {lost:?}");
+    let complete = || FinishAction::Complete {
+        returnvalue: "1".into(),
+        keep: Retention::KEEP_ALL,
+    };
+    let code = c
+        .finish_token(&a, "conformance-worker:0", complete(), Receipt::NONE)
+        .await;
+    assert_eq!(
+        code,
+        FinishCode::LockNotOwned,
+        "the prefix token is not the lock"
+    );
+    let finish = Finish {
+        job_id: a.clone(),
+        token: "my-token".into(),
+        action: complete(),
+        receipt: job.receipt,
+    };
+    let reply = c
+        .worker
+        .finish_batch(&[finish], Some(&request))
+        .await
+        .unwrap();
+    assert_eq!(reply.codes, [FinishCode::Ok]);
+    assert_eq!(reply.fetched.jobs.len(), 1, "{reply:?}");
+    let next = &reply.fetched.jobs[0];
+    assert_eq!(
+        (next.id.as_str(), next.token.as_str()),
+        (b.as_str(), "my-token")
+    );
+    assert_eq!(c.state(&a).await, JobState::Completed);
+    // A refused finish fetches nothing when asked so (Node's moveToFinished), and the next
+    // job stays waiting.
+    let d = c.add("d", "{}").await;
+    let refused = Finish {
+        job_id: b.clone(),
+        token: "not-my-token".into(),
+        action: complete(),
+        receipt: next.receipt,
+    };
+    let strict = request.clone().only_if_finished();
+    let reply = c
+        .worker
+        .finish_batch(std::slice::from_ref(&refused), Some(&strict))
+        .await
+        .unwrap();
+    assert_eq!(reply.codes, [FinishCode::LockNotOwned]);
+    assert!(reply.fetched.jobs.is_empty(), "{reply:?}");
+    assert_eq!(c.state(&d).await, JobState::Waiting);
+    // The Worker's fetch (without the flag) fetches for the slot in any case.
+    let reply = c
+        .worker
+        .finish_batch(std::slice::from_ref(&refused), Some(&request))
+        .await
+        .unwrap();
+    assert_eq!(reply.codes, [FinishCode::LockNotOwned]);
+    assert_eq!(reply.fetched.jobs.len(), 1, "{reply:?}");
+    assert_eq!(reply.fetched.jobs[0].id, d);
+    assert_eq!(c.finish(next, complete()).await, FinishCode::Ok);
+    c.close().await;
+}
+
 /// `extend_locks` renews locks carrying their token and reports the others.
 pub async fn extend_locks_renews_own_locks(backend: Arc<dyn Backend>, queue: &str) {
     let c = Ctx::new(backend, queue).await;

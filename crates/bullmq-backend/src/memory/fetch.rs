@@ -182,7 +182,7 @@ pub(crate) fn fetch(
             continue;
         }
         let seq = token_seq.fetch_add(1, Ordering::Relaxed);
-        let token = format!("{}:{seq}", request.token_prefix);
+        let token = request.token_for(seq);
         q.locks.insert(
             id.clone(),
             Lock {

@@ -61,7 +61,10 @@ pub(crate) fn finish_batch(
     }
 
     let mut looked = false;
-    if let Some(request) = fetch_request.filter(|r| r.count > 0) {
+    let all_finished = reply.codes.iter().all(|c| c.is_ok());
+    if let Some(request) =
+        fetch_request.filter(|r| r.count > 0 && (all_finished || !r.only_if_finished))
+    {
         reply.fetched = fetch(q, request, now, token_seq);
         looked = true;
     }

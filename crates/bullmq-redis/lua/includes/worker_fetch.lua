@@ -7,6 +7,8 @@
     now             current time in ms
     tokenPrefix     lock tokens are tokenPrefix .. ":" .. (tokenSeq + i)
     tokenSeq        first sequence number to use
+    token           (optional) the caller's exact lock token, used for every job instead of
+                    tokenPrefix .. ":" .. seq (Node's getNextJob(token))
     lockDuration    lock TTL in ms
     name            worker name, stored as `pb` (processed by) when set
     limiterMax      worker rate limit (jobs per limiterDuration), 0 when none
@@ -217,6 +219,8 @@ local function wFetch(f)
   if name == "" then name = nil end
   local tokenPrefix = f.tokenPrefix .. ":"
   local tokenSeq = f.tokenSeq
+  local exactToken = f.token
+  if type(exactToken) ~= "string" or exactToken == "" then exactToken = nil end
   local hashes = {}
   local iterations = {}
   local inline = #ids <= WFETCH_INLINE_MAX
@@ -286,7 +290,7 @@ local function wFetch(f)
       failed[#failed + 1] = problem
     else
       local n = #jobs + 1
-      local token = tokenPrefix .. string.format("%d", tokenSeq + n - 1)
+      local token = exactToken or (tokenPrefix .. string.format("%d", tokenSeq + n - 1))
       rcall("SET", jobKey .. ":lock", token, "PX", lockTtl)
       emit("active", "jobId", jobId, "prev", "waiting")
       ats = string.format("%d", started + 1)

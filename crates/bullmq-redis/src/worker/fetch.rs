@@ -14,13 +14,16 @@ use bullmq_protocol::JobRecord;
 
 pub use bullmq_backend::{CorruptedJob, FetchRequest, Fetched, FetchedJob};
 
-/// The fetch part of a script's JSON header; tokens are `{token_prefix}:{token_seq + i}`.
+/// The fetch part of a script's JSON header; tokens are `{token_prefix}:{token_seq + i}`, or
+/// the request's exact token.
 pub(crate) fn wire(request: &FetchRequest, token_seq: u64, now_ms: u64) -> WireFetch<'_> {
     WireFetch {
         count: request.count,
         now: now_ms,
         token_prefix: &request.token_prefix,
         token_seq,
+        token: request.token.as_deref(),
+        only_if_finished: request.only_if_finished,
         lock_duration: u64::try_from(request.lock_duration.as_millis())
             .unwrap_or(u64::MAX)
             .max(1),
@@ -40,6 +43,12 @@ pub(crate) struct WireFetch<'a> {
     now: u64,
     token_prefix: &'a str,
     token_seq: u64,
+    /// The caller's exact lock token, which replaces `{tokenPrefix}:{seq}` when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<&'a str>,
+    /// Read by the finish script: fetch only when every finish was done.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    only_if_finished: bool,
     lock_duration: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
@@ -201,7 +210,7 @@ pub(crate) async fn parse_fetched(
     }
     let (request, token_seq) = request;
     for ((seq, id), fields) in (token_seq..).zip(ids).zip(hashes) {
-        let token = format!("{}:{seq}", request.token_prefix);
+        let token = request.token_for(seq);
         let job = match job_hash(script, fields?)? {
             Ok(fields) => decode_job(id, token, &fields),
             Err(reason) => FetchedJob::unreadable(id, token, reason),

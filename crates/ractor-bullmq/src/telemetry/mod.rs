@@ -57,7 +57,9 @@
 //! | `bullmq.connection.restored` | INFO | `component`, `downtime_ms` | [`connection_restored`] | — |
 //!
 //! A Worker's finish path can report completed / failed / retried / rate-limited in one call
-//! with [`job_finished`], from the [`AttemptEnd`] it decided.
+//! with [`job_finished`], from the [`AttemptEnd`] it decided. A `ManualWorker` reports its
+//! finishes the same way, plus [`finish_refused`] and [`stalled_check`] (`worker`: its name,
+//! else `manual`); it emits no `bullmq.job.started` or `bullmq.worker.started` / `stopped`.
 //!
 //! `bullmq_worker_active_jobs` goes back down when the [`ActiveJob`] guard returned by
 //! [`job_started`] is dropped, whatever way the attempt ended (completed, failed, lock lost,

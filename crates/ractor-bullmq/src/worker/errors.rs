@@ -119,7 +119,7 @@ pub enum WorkerError {
 }
 
 /// Node 6.7.0's message for a refused finish (`finishedErrors`), so mixed fleets log one text.
-fn refusal_message(job_id: &str, code: FinishCode, command: &str) -> String {
+pub(super) fn refusal_message(job_id: &str, code: FinishCode, command: &str) -> String {
     match code {
         FinishCode::MissingJob => format!("Missing key for job {job_id}. {command}"),
         FinishCode::MissingLock => format!("Missing lock for job {job_id}. {command}"),

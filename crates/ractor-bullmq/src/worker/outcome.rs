@@ -141,6 +141,24 @@ pub(crate) fn classify(ended: Ended, cancelled: Option<CancelReason>) -> JobOutc
     }
 }
 
+/// The outcome of a failure reported by hand (Node's `job.moveToFailed(err)`): failed for
+/// good for an [`UnrecoverableError`], else failed and retried while attempts remain. Unlike a
+/// processor's error, [`DelayedError`] and [`RateLimitError`] are plain failures here, as in
+/// Node, whose `moveToFailed` looks only for `UnrecoverableError`.
+pub(crate) fn failure(error: &anyhow::Error) -> JobOutcome {
+    if let Some(e) = error.downcast_ref::<UnrecoverableError>() {
+        JobOutcome::Unrecoverable {
+            reason: e.0.clone(),
+            trace: error_trace("UnrecoverableError", error),
+        }
+    } else {
+        JobOutcome::Failed {
+            reason: error.to_string(),
+            trace: error_trace("Error", error),
+        }
+    }
+}
+
 /// Job-level retention wins over the worker's; neither keeps everything.
 pub(crate) fn retention(job: Option<&KeepJobs>, worker: Option<&KeepJobs>) -> Retention {
     match job.or(worker) {

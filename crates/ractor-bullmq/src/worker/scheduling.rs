@@ -32,28 +32,33 @@ impl WorkerState {
     /// Creates the next iteration of `job`'s scheduler, if it has one and the fetch has not
     /// (`done`: what the fetch did).
     pub(super) fn schedule_next_iteration(&self, job: &Job, done: Option<NextIteration>) {
-        let Some(scheduler_id) = job.repeat_job_key().filter(|id| !id.is_empty()) else {
-            return;
-        };
-        if let Some(outcome) = done {
-            report_outcome(&self.callbacks, job.id(), scheduler_id, Ok(outcome));
-            return;
+        advance_scheduler(&self.store, &self.callbacks, job, done);
+    }
+}
+
+/// [`WorkerState::schedule_next_iteration`] for any holder of a store (the Worker, the
+/// [`ManualWorker`](super::ManualWorker)): creates the next iteration of `job`'s scheduler on a
+/// task, unless the fetch did (`done`), and reports what happened through `callbacks`.
+pub(super) fn advance_scheduler(
+    store: &Arc<dyn Store>,
+    callbacks: &WorkerCallbacks,
+    job: &Job,
+    done: Option<NextIteration>,
+) {
+    let Some(scheduler_id) = job.repeat_job_key().filter(|id| !id.is_empty()) else {
+        return;
+    };
+    if let Some(outcome) = done {
+        report_outcome(callbacks, job.id(), scheduler_id, Ok(outcome));
+        return;
+    }
+    match plan_next_iteration(job.id(), scheduler_id, job.opts(), now_ms()) {
+        Ok(Some(plan)) => {
+            tokio::spawn(create_next(store.clone(), callbacks.clone(), plan));
         }
-        match plan_next_iteration(job.id(), scheduler_id, job.opts(), now_ms()) {
-            Ok(Some(plan)) => {
-                let store = self.store.clone();
-                let callbacks = self.callbacks.clone();
-                tokio::spawn(create_next(store, callbacks, plan));
-            }
-            // The limit is reached or the end date passed: the series ends here.
-            Ok(None) => report_outcome(
-                &self.callbacks,
-                job.id(),
-                scheduler_id,
-                Ok(NextIteration::Ended),
-            ),
-            Err(error) => report(&self.callbacks, job.id(), scheduler_id, error.to_string()),
-        }
+        // The limit is reached or the end date passed: the series ends here.
+        Ok(None) => report_outcome(callbacks, job.id(), scheduler_id, Ok(NextIteration::Ended)),
+        Err(error) => report(callbacks, job.id(), scheduler_id, error.to_string()),
     }
 }
 
