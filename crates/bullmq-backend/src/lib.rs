@@ -52,8 +52,9 @@ pub use queue::{
 };
 pub use schedulers::{JobSchedulers, NextIteration, UpsertOutcome};
 pub use worker::{
-    CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
-    JobUpdates, Receipt, Retention, StalledReport, WorkerStore,
+    ChildRef, CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode,
+    FinishReply, JobUpdates, MoveToWaitOutcome, Receipt, Retention, StalledReport,
+    WaitingChildrenOutcome, WorkerStore,
 };
 
 /// A change of a store's connection.

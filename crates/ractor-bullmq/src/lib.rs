@@ -39,6 +39,7 @@ pub use runtime::{Runtime, RuntimeOptions};
 pub use supervision::RuntimeEvent;
 pub use telemetry::{Metrics, MetricsKind};
 pub use worker::{
-    DelayedError, JobContext, RateLimitError, SupervisedWorker, UnrecoverableError, Worker,
-    WorkerArgs, WorkerCallbacks, WorkerHandle, WorkerOptions,
+    DelayedError, JobContext, RateLimitError, SupervisedWorker, UnrecoverableError,
+    WaitingChildrenError, WaitingError, Worker, WorkerArgs, WorkerCallbacks, WorkerHandle,
+    WorkerOptions,
 };

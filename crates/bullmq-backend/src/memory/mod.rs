@@ -71,6 +71,7 @@ mod locks;
 mod queue_state;
 mod schedulers;
 mod sets;
+mod steps;
 mod stores;
 #[cfg(test)]
 mod tests;

@@ -41,7 +41,12 @@ impl WorkerState {
             return;
         };
         self.dispatch(Event::JobEnded);
-        let outcome = classify(ended, running.context.cancel_reason());
+        let moved = running.context.moved();
+        if moved.is_some() && !matches!(ended, Ended::Returned(Err(_))) {
+            // Moved, then returned a value (or panicked): the move stands, the value is lost.
+            tracing::warn!(job_id = %job_id, ?moved, "processor moved its job and did not return WaitingChildrenError / WaitingError");
+        }
+        let outcome = classify(ended, running.context.cancel_reason(), moved);
         let duration = running.active.elapsed();
         // Dropping the guard ends the attempt in `bullmq_worker_active_jobs`.
         drop(running.active);
@@ -60,6 +65,19 @@ impl WorkerState {
             JobOutcome::RateLimited(ttl) => self.dispatch(Event::RateLimited(*ttl)),
             JobOutcome::LockLost | JobOutcome::Cancelled => {
                 tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
+            }
+            JobOutcome::MovedToWaitingChildren | JobOutcome::MovedToWait => {
+                // Already moved by the processor: nothing to record, nothing left behind; the
+                // lock (released by the move) is no longer renewed.
+                let to = if outcome == JobOutcome::MovedToWait {
+                    telemetry::MovedTo::Wait
+                } else {
+                    telemetry::MovedTo::WaitingChildren
+                };
+                let jt = JobTelemetry::from_job(&job, &self.label);
+                telemetry::job_moved(&jt, to, duration);
+                self.untrack(vec![job.id().to_string()]);
+                return;
             }
             _ => {}
         }

@@ -644,6 +644,11 @@ impl WorkerState {
                 let mut lost = Vec::new();
                 for id in ids {
                     if let Some(running) = self.running.get(&id) {
+                        // A job its processor moved (step jobs) released its lock on purpose:
+                        // not a lost lock, and the processor is about to return.
+                        if running.context.moved().is_some() {
+                            continue;
+                        }
                         running.context.cancel(CancelReason::LockLost);
                         lost.push(id);
                     }
