@@ -112,14 +112,16 @@ impl JobContext {
     }
 
     /// This job as the parent of children added from its processor: pass it to
-    /// `JobOptions::parent` (Node's `parent: { id: job.id, queue: job.queueQualifiedName }`).
+    /// [`AddJob::parent`](crate::AddJob::parent) or `JobOptions::parent` (Node's
+    /// `parent: { id: job.id, queue: job.queueQualifiedName }`).
     ///
-    /// ```
+    /// ```no_run
     /// use ractor_bullmq::worker::JobContext;
-    /// use ractor_bullmq::JobOptions;
+    /// use ractor_bullmq::Queue;
     ///
-    /// fn child_options(ctx: &JobContext) -> JobOptions {
-    ///     JobOptions::new().parent(ctx.parent_ref())
+    /// async fn add_child(queue: &Queue, ctx: &JobContext) -> anyhow::Result<()> {
+    ///     queue.add("child", serde_json::json!({ "n": 1 })).parent(ctx.parent_ref()).await?;
+    ///     Ok(())
     /// }
     /// ```
     pub fn parent_ref(&self) -> ParentRef {
