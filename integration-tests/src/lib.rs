@@ -5,3 +5,8 @@
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/guides/schedulers.md")]
 pub struct SchedulersGuide;
+
+/// `docs/recipes/step-jobs.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/recipes/step-jobs.md")]
+pub struct StepJobsRecipe;

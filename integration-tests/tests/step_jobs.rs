@@ -172,15 +172,15 @@ async fn rust_step_jobs_match_node_step_jobs() -> Result<()> {
         return Ok(());
     }
     let parents = parents();
-    let count = parents.as_array().map_or(0, Vec::len);
+    let parent_count = parents.as_array().map_or(0, Vec::len);
     // 3 parents + 5 children.
-    let total_jobs = (count + 5) as i64;
+    let total_jobs = (parent_count + 5) as i64;
 
     let node_queue = unique_queue("steps-node");
     let node_ids = add_with_node(&node_queue, parents.clone()).await?;
     let report = run_node(
         "step_jobs.js",
-        &json!({"queue": node_queue, "parents": count, "delayMs": DELAY.as_millis() as u64, "timeoutMs": 90000}),
+        &json!({"queue": node_queue, "parents": parent_count, "delayMs": DELAY.as_millis() as u64, "timeoutMs": 90000}),
     )
     .await?;
     assert_eq!(report["stoppedBy"], "count", "{report}");
@@ -192,7 +192,7 @@ async fn rust_step_jobs_match_node_step_jobs() -> Result<()> {
     let worker = spawn_step_worker(&rust_queue).await?;
     wait_finished(&rust_queue, total_jobs, Duration::from_secs(90)).await?;
     worker.close().await?;
-    assert_eq!(count_of(&node_queue, "completed").await?, total_jobs);
+    assert_eq!(count(&node_queue, "completed").await?, total_jobs);
 
     let node_jobs = job_snapshot(&node_queue).await?;
     let rust_jobs = job_snapshot(&rust_queue).await?;
@@ -235,10 +235,6 @@ async fn rust_step_jobs_match_node_step_jobs() -> Result<()> {
     assert_eq!(rust_events.len(), node_events.len());
     cleanup(&node_queue).await?;
     cleanup(&rust_queue).await
-}
-
-async fn count_of(queue: &str, suffix: &str) -> Result<i64> {
-    count(queue, suffix).await
 }
 
 /// What a processor's move returned, reported to the test.
@@ -342,6 +338,92 @@ async fn waiting_children_error_without_a_move_fails_the_attempt() -> Result<()>
         reason.starts_with("WaitingChildrenError returned, but the job was not moved"),
         "{reason}"
     );
+    q.close().await?;
+    cleanup(&queue).await
+}
+
+/// Jobs that go back to wait again and again under a Worker with free slots: a job is often
+/// fetched again by the same Worker before the end of its previous attempt was handled, and
+/// that stale end must not end (or fail) the new attempt. Every job completes after its rounds,
+/// with no attempt counted for the rounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_moved_back_to_wait_and_fetched_again_at_once_all_complete() -> Result<()> {
+    const JOBS: usize = 20;
+    const ROUNDS: i64 = 3;
+    let queue = unique_queue("steps-rounds");
+    let processor = |job: Job, ctx: JobContext| async move {
+        let round = job.data_value()["round"].as_i64().unwrap_or_default();
+        if round >= ROUNDS {
+            return Ok(json!({ "rounds": round }));
+        }
+        ctx.update_data(json!({ "round": round + 1 })).await?;
+        ctx.move_to_wait().await?;
+        Err(WaitingError.into())
+    };
+    let q = open_queue(&queue).await?;
+    let mut ids = Vec::new();
+    for _ in 0..JOBS {
+        ids.push(
+            q.add("round", json!({ "round": 0 }))
+                .await?
+                .id()
+                .to_string(),
+        );
+    }
+    let options = WorkerOptions::new().concurrency(4);
+    let args = WorkerArgs::connect(&config(), &queue, processor, options).await?;
+    let worker = Worker::spawn(args).await?;
+    wait_finished(&queue, JOBS as i64, Duration::from_secs(60)).await?;
+    worker.close().await?;
+    assert_eq!(count(&queue, "failed").await?, 0);
+    for id in &ids {
+        let job = q.get_job(id).await?.expect("kept");
+        assert_eq!(
+            job.returnvalue(),
+            Some(&json!({ "rounds": ROUNDS })),
+            "job {id}"
+        );
+        assert_eq!(
+            job.attempts_made(),
+            1,
+            "job {id}: only the completion counts"
+        );
+        assert_eq!(job.attempts_started(), ROUNDS as u32 + 1, "job {id}");
+    }
+    q.close().await?;
+    cleanup(&queue).await
+}
+
+/// A processor that moved its job back to wait and is still busy when the job is fetched again
+/// by the same Worker (free slots, job actors): the earlier attempt's end, reported later, is
+/// not the new attempt's, so the job completes on its second attempt instead of being failed
+/// or cut short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_late_end_of_a_moved_attempt_does_not_end_the_next_one() -> Result<()> {
+    let queue = unique_queue("steps-late-end");
+    let processor = |job: Job, ctx: JobContext| async move {
+        if job.data_value()["round"] == json!(0) {
+            ctx.update_data(json!({ "round": 1 })).await?;
+            ctx.move_to_wait().await?;
+            // Still running when the job is fetched again.
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            return Err(WaitingError.into());
+        }
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        Ok(json!("second attempt"))
+    };
+    let q = open_queue(&queue).await?;
+    let job = q.add("late", json!({ "round": 0 })).await?;
+    let options = WorkerOptions::new()
+        .concurrency(2)
+        .job_runner(ractor_bullmq::worker::JobRunner::Actor);
+    let args = WorkerArgs::connect(&config(), &queue, processor, options).await?;
+    let worker = Worker::spawn(args).await?;
+    wait_finished(&queue, 1, Duration::from_secs(30)).await?;
+    worker.close().await?;
+    let stored = q.get_job(job.id()).await?.expect("kept");
+    assert_eq!(stored.returnvalue(), Some(&json!("second attempt")));
+    assert_eq!(stored.attempts_started(), 2);
     q.close().await?;
     cleanup(&queue).await
 }

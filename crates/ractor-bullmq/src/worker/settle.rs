@@ -35,8 +35,15 @@ impl WorkerState {
         }));
     }
 
-    /// A running job ended: classify how, and record the outcome.
-    pub(super) fn job_ended(&mut self, job_id: String, ended: Ended) {
+    /// A running job ended: classify how, and record the outcome. With `token`, only the
+    /// attempt holding that token is ended: the report of an earlier attempt of a job fetched
+    /// again since (its new attempt took over the slot) is dropped.
+    pub(super) fn job_ended(&mut self, job_id: String, token: Option<&str>, ended: Ended) {
+        let current = self.running.get(&job_id).map(|r| r.lease.token.as_str());
+        if current.is_none() || token.is_some_and(|t| Some(t) != current) {
+            tracing::trace!(job_id = %job_id, "end of an attempt no longer running here");
+            return;
+        }
         let Some(running) = self.running.remove(&job_id) else {
             return;
         };
