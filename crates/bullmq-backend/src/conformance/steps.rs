@@ -101,7 +101,11 @@ pub async fn step_job_waits_for_its_children(backend: Arc<dyn Backend>, queue: &
         )
         .await
         .unwrap();
-    assert_eq!(lost, [parent.clone()], "the moved job's lock is gone");
+    assert_eq!(
+        lost,
+        std::slice::from_ref(&parent),
+        "the moved job's lock is gone"
+    );
     assert_eq!(
         moved(&job.token, None).await,
         WaitingChildrenOutcome::Refused(FinishCode::MissingLock)
