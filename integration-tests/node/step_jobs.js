@@ -7,8 +7,10 @@
 //        delayMs?: 300}
 // Jobs named "child" return {value: data.n * 10}. Any other job walks its `data.step`:
 //   "start"     adds `data.children` children {n: 1..} to the same queue with this job as
-//               parent, then "wait"
-//   "wait"      job.moveToWaitingChildren(token): moved -> throw WaitingChildrenError (runs
+//               parent (with `data.waitForFirst`, the first child's id is kept in
+//               `data.first`), then "wait"
+//   "wait"      job.moveToWaitingChildren(token) (with `data.first`: `{ child: { id: first,
+//               queue } }`, waiting for that child only): moved -> throw WaitingChildrenError (runs
 //               again in "wait" once the children are done); nothing pending -> data.total =
 //               sum of the children's values, then "requeue"
 //   "requeue"   data.step = "delay"; job.moveToWait(token); throw WaitingError
@@ -43,18 +45,25 @@ run(async args => {
     for (;;) {
       switch (data.step) {
         case 'start': {
+          let first;
           for (let n = 1; n <= (data.children || 0); n++) {
-            await children.add(
+            const child = await children.add(
               'child',
               { n },
               { parent: { id: job.id, queue: job.queueQualifiedName } },
             );
+            if (first === undefined) first = child.id;
           }
-          await store({ ...data, step: 'wait' });
+          const next = { ...data, step: 'wait' };
+          if (data.waitForFirst) next.first = first;
+          await store(next);
           break;
         }
         case 'wait': {
-          if (await job.moveToWaitingChildren(token)) throw new WaitingChildrenError();
+          const opts = data.first
+            ? { child: { id: data.first, queue: job.queueQualifiedName } }
+            : {};
+          if (await job.moveToWaitingChildren(token, opts)) throw new WaitingChildrenError();
           const values = await job.getChildrenValues();
           const total = Object.values(values).reduce((sum, v) => sum + v.value, 0);
           await store({ ...data, step: 'requeue', total });

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::Result;
 use common::*;
 use fred::prelude::{ClientLike, HashesInterface, KeysInterface};
-use ractor_bullmq::store::FinishCode;
+use ractor_bullmq::store::{ChildRef, FinishCode};
 use ractor_bullmq::worker::{Job, JobContext, WorkerError};
 use ractor_bullmq::{
     DelayedError, Queue, WaitingChildrenError, WaitingError, Worker, WorkerArgs, WorkerOptions,
@@ -29,12 +29,14 @@ use worker_common::*;
 
 const DELAY: Duration = Duration::from_millis(300);
 
-/// The parents of the scenario: two with children, one without.
+/// The parents of the scenario: two with children, one without, one waiting for its first
+/// child only (Node's `opts.child`).
 fn parents() -> Value {
     json!([
         {"name": "flow-a", "data": {"step": "start", "children": 2}, "opts": {}},
         {"name": "flow-b", "data": {"step": "start", "children": 0}, "opts": {}},
         {"name": "flow-c", "data": {"step": "start", "children": 3}, "opts": {"priority": 2}},
+        {"name": "flow-d", "data": {"step": "start", "children": 2, "waitForFirst": true}, "opts": {}},
     ])
 }
 
@@ -52,6 +54,14 @@ enum Step {
 struct Flow {
     step: Step,
     children: u32,
+    #[serde(
+        default,
+        rename = "waitForFirst",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    wait_for_first: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    first: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     total: Option<i64>,
 }
@@ -66,17 +76,29 @@ async fn step_processor(queue: Queue, job: Job, ctx: JobContext) -> Result<Value
     loop {
         match flow.step {
             Step::Start => {
+                let mut first = None;
                 for n in 1..=flow.children {
-                    queue
+                    let child = queue
                         .add("child", json!({ "n": n }))
                         .parent(ctx.parent_ref())
                         .await?;
+                    first.get_or_insert_with(|| child.id().to_string());
                 }
                 flow.step = Step::Wait;
+                if flow.wait_for_first {
+                    flow.first = first;
+                }
                 ctx.update_data(serde_json::to_value(&flow)?).await?;
             }
             Step::Wait => {
-                if ctx.move_to_waiting_children().await? {
+                let moved = match &flow.first {
+                    Some(first) => {
+                        let child = ChildRef::new(first.clone(), ctx.parent_ref().queue);
+                        ctx.move_to_waiting_children_for(&child).await?
+                    }
+                    None => ctx.move_to_waiting_children().await?,
+                };
+                if moved {
                     return Err(WaitingChildrenError.into());
                 }
                 let values = ctx.get_children_values::<Value>().await?;
@@ -173,8 +195,8 @@ async fn rust_step_jobs_match_node_step_jobs() -> Result<()> {
     }
     let parents = parents();
     let parent_count = parents.as_array().map_or(0, Vec::len);
-    // 3 parents + 5 children.
-    let total_jobs = (parent_count + 5) as i64;
+    // 4 parents + 7 children.
+    let total_jobs = (parent_count + 7) as i64;
 
     let node_queue = unique_queue("steps-node");
     let node_ids = add_with_node(&node_queue, parents.clone()).await?;
@@ -207,7 +229,8 @@ async fn rust_step_jobs_match_node_step_jobs() -> Result<()> {
         [
             json!({"total": 30}),
             json!({"total": 0}),
-            json!({"total": 60})
+            json!({"total": 60}),
+            json!({"total": 30}),
         ]
     );
     for (id, node) in &node_jobs {
