@@ -10,3 +10,8 @@ pub struct SchedulersGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/guides/workers.md")]
 pub struct WorkersGuide;
+
+/// `docs/recipes/step-jobs.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/recipes/step-jobs.md")]
+pub struct StepJobsRecipe;

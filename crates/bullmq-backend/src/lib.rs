@@ -10,7 +10,7 @@
 //! | [`JobUpdates`] | progress, log, data of one job | `Queue`, a running job's context |
 //! | [`JobFlows`] | a flow parent's children by outcome, and their counts | `Queue`, a running job's context |
 //! | [`JobSchedulers`] | upsert, next iteration, read, count, remove job schedulers | `Queue` scheduler API, the CLI |
-//! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work, next scheduler iteration | the Worker and its LockManager |
+//! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work, next scheduler iteration, a running job's own moves (to waiting-children, back to wait) | the Worker, its LockManager, a running job's context |
 //! | [`EventStream`] / [`EventPublisher`] | read the event log from a cursor, publish | QueueEvents, QueueEventsProducer |
 //! | [`Backend`] | opens all of the above for a queue | `Runtime`, `WorkerSpec`, `Queue::with_backend` |
 //!
@@ -52,8 +52,9 @@ pub use queue::{
 };
 pub use schedulers::{JobSchedulers, NextIteration, UpsertOutcome};
 pub use worker::{
-    CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply,
-    JobUpdates, Receipt, Retention, StalledReport, WorkerStore,
+    ChildRef, CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode,
+    FinishReply, JobUpdates, MoveToWaitOutcome, Receipt, Retention, StalledReport,
+    WaitingChildrenOutcome, WorkerStore,
 };
 
 /// A change of a store's connection.

@@ -411,6 +411,44 @@ impl StalledReport {
     }
 }
 
+/// A job of a flow, by id and qualified queue (`{prefix}:{queue}`): the `child` a parent may
+/// wait for in [`WorkerStore::move_to_waiting_children`] (Node's `opts.child`). Same shape as a
+/// child's parent option.
+pub type ChildRef = bullmq_protocol::options::ParentRef;
+
+/// Answer of [`WorkerStore::move_to_waiting_children`] (Node's `moveToWaitingChildren`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WaitingChildrenOutcome {
+    /// The job left `active` for `waiting-children`: its lock was released and a
+    /// `waiting-children` event emitted. The processor must stop (return
+    /// `WaitingChildrenError`); the job is fetched again once its children are done.
+    Moved,
+    /// Nothing to wait for (no pending child, or the given child is not pending): the job is
+    /// still active and locked, nothing was written. Node's code 1.
+    NoPendingChildren,
+    /// Refused, nothing written: [`FinishCode::MissingJob`], [`FinishCode::MissingLock`],
+    /// [`FinishCode::LockNotOwned`], [`FinishCode::NotActive`], or
+    /// [`FinishCode::FailedChildren`] (a child failed and the parent cannot wait any more).
+    Refused(FinishCode),
+}
+
+/// Answer of [`WorkerStore::move_to_wait`] (Node's `moveJobFromActiveToWait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MoveToWaitOutcome {
+    /// The job is back in `wait` (or `prioritized`, in front of its priority), its lock
+    /// released, a `waiting` event emitted; attempts are not counted. `rate_limited_for` is the
+    /// queue limiter's remaining time (zero when not limited), as Node returns it.
+    Moved {
+        /// Remaining time of the queue's rate limit.
+        rate_limited_for: Duration,
+    },
+    /// Refused, nothing written: [`FinishCode::MissingJob`], [`FinishCode::MissingLock`],
+    /// [`FinishCode::LockNotOwned`] or [`FinishCode::NotActive`].
+    Refused(FinishCode),
+}
+
 /// Updates of one job while it runs (Node's `job.updateProgress`, `job.log`, `job.updateData`);
 /// also used by the admin side.
 #[async_trait]
@@ -518,6 +556,21 @@ pub trait WorkerStore: JobUpdates + JobFlows {
                 job_id: job_id.to_string(),
             })
     }
+
+    /// Moves one active job to `waiting-children` when it has pending children (or, with
+    /// `child`, when that child is pending), releasing its lock (Node's
+    /// `job.moveToWaitingChildren(token, { child })`). Checks the job, its failed children,
+    /// the children and the lock before writing anything.
+    async fn move_to_waiting_children(
+        &self,
+        job_id: &str,
+        token: &str,
+        child: Option<&ChildRef>,
+    ) -> BackendResult<WaitingChildrenOutcome>;
+
+    /// Moves one active job back to `wait` (or `prioritized`) without counting an attempt,
+    /// releasing its lock (Node's `job.moveToWait(token)`).
+    async fn move_to_wait(&self, job_id: &str, token: &str) -> BackendResult<MoveToWaitOutcome>;
 }
 
 /// A shared store is a store: wrappers (such as a tracing one) take an `Arc<dyn WorkerStore>`
@@ -606,5 +659,20 @@ impl<T: WorkerStore + ?Sized> WorkerStore for std::sync::Arc<T> {
         delay: Duration,
     ) -> BackendResult<FinishCode> {
         (**self).move_to_delayed(job_id, token, delay).await
+    }
+
+    async fn move_to_waiting_children(
+        &self,
+        job_id: &str,
+        token: &str,
+        child: Option<&ChildRef>,
+    ) -> BackendResult<WaitingChildrenOutcome> {
+        (**self)
+            .move_to_waiting_children(job_id, token, child)
+            .await
+    }
+
+    async fn move_to_wait(&self, job_id: &str, token: &str) -> BackendResult<MoveToWaitOutcome> {
+        (**self).move_to_wait(job_id, token).await
     }
 }

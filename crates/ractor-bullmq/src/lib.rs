@@ -40,6 +40,7 @@ pub use supervision::RuntimeEvent;
 pub use telemetry::{Metrics, MetricsKind};
 pub use worker::{
     DelayedError, JobContext, ManualError, ManualJob, ManualWorker, RateLimitError,
-    SupervisedWorker, UnrecoverableError, Worker, WorkerArgs, WorkerCallbacks, WorkerHandle,
+    SupervisedWorker, UnrecoverableError, WaitingChildrenError, WaitingError, Worker, WorkerArgs,
+    WorkerCallbacks, WorkerHandle,
     WorkerOptions,
 };

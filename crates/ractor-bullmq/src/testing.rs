@@ -206,17 +206,16 @@ pub async fn run_processor(processor: impl Processor, job: impl Into<Job>) -> Te
     let job = job.into();
     let store = Arc::new(RecordingStore::new(job.queue_name()));
     let context = JobContext::new(
-        job.id().to_string(),
-        job.name().to_string(),
-        job.attempts_made().saturating_add(1),
-        job.opts().keep_logs,
+        &job,
+        "test-token".to_string(),
+        format!("bull:{}", job.queue_name()),
         store.clone(),
         WorkerCallbacks::new(),
         Arc::from("test-worker"),
     );
     let reason_source = context.clone();
     let ended = run_job(job, context, Arc::new(processor)).await;
-    let outcome = classify(ended, reason_source.cancel_reason());
+    let outcome = classify(ended, reason_source.cancel_reason(), reason_source.moved());
     let recorded = store.take();
     TestRun {
         outcome,
@@ -314,6 +313,27 @@ impl Store for RecordingStore {
         _plan: &crate::store::NextIterationPlan,
     ) -> StoreResult<crate::store::NextIteration> {
         Err(unsupported("schedule_next_iteration"))
+    }
+
+    /// A job run on its own has no children: nothing to wait for.
+    async fn move_to_waiting_children(
+        &self,
+        _job_id: &str,
+        _token: &str,
+        _child: Option<&crate::store::ChildRef>,
+    ) -> StoreResult<crate::store::WaitingChildrenOutcome> {
+        Ok(crate::store::WaitingChildrenOutcome::NoPendingChildren)
+    }
+
+    /// Accepted: the outcome then says [`JobOutcome::MovedToWait`].
+    async fn move_to_wait(
+        &self,
+        _job_id: &str,
+        _token: &str,
+    ) -> StoreResult<crate::store::MoveToWaitOutcome> {
+        Ok(crate::store::MoveToWaitOutcome::Moved {
+            rate_limited_for: Duration::ZERO,
+        })
     }
 }
 

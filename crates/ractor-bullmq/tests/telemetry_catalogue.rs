@@ -203,6 +203,7 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
     let job = JobTelemetry::new("s", "1", "a").worker("s#1");
     let active = telemetry::job_started(&job, Some(Duration::ZERO));
     telemetry::job_progress(&job, &serde_json::json!(50));
+    telemetry::job_moved(&job, telemetry::MovedTo::WaitingChildren, Duration::ZERO);
     telemetry::job_retried(&job, active.elapsed(), Duration::ZERO, &"flaky");
     drop(active);
     let job = job.attempt(2);

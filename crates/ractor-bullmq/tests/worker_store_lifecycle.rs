@@ -136,6 +136,23 @@ impl Store for CountingStore {
         let _ = plan;
         Ok(ractor_bullmq::store::NextIteration::NotCurrent)
     }
+    async fn move_to_waiting_children(
+        &self,
+        _job_id: &str,
+        _token: &str,
+        _child: Option<&ractor_bullmq::store::ChildRef>,
+    ) -> StoreResult<ractor_bullmq::store::WaitingChildrenOutcome> {
+        Ok(ractor_bullmq::store::WaitingChildrenOutcome::NoPendingChildren)
+    }
+    async fn move_to_wait(
+        &self,
+        _job_id: &str,
+        _token: &str,
+    ) -> StoreResult<ractor_bullmq::store::MoveToWaitOutcome> {
+        Ok(ractor_bullmq::store::MoveToWaitOutcome::Refused(
+            ractor_bullmq::store::FinishCode::NotActive,
+        ))
+    }
 }
 
 async fn noop(_job: Job, _ctx: JobContext) -> anyhow::Result<Value> {

@@ -290,6 +290,58 @@ async fn step(side: &mut Side, op: u64, arg: u64, arg2: u64) -> String {
                 .is_ok();
             format!("{log:?} {progress}")
         }
+        13 => {
+            // A held job moving itself (step jobs): back to wait, or to waiting-children when
+            // it has pending children. At most one job is moved to waiting-children at a time:
+            // that set is scored by the time of the move, which two backends do not share.
+            if side.held.is_empty() {
+                return "none held".into();
+            }
+            let at = (arg as usize) % side.held.len();
+            let (id, token) = (side.held[at].id.clone(), side.held[at].token.clone());
+            let token = if arg2 % 7 == 0 {
+                format!("{token}x")
+            } else {
+                token
+            };
+            let outcome = if arg2 % 2 == 0 {
+                let outcome = side.worker.move_to_wait(&id, &token).await.expect("move");
+                let moved = matches!(outcome, crate::MoveToWaitOutcome::Moved { .. });
+                (format!("{outcome:?}"), moved)
+            } else {
+                let busy = side
+                    .queue
+                    .get_counts(&[JobState::WaitingChildren])
+                    .await
+                    .expect("counts")[0]
+                    > 0;
+                if busy {
+                    return "waiting-children busy".into();
+                }
+                if arg % 3 != 0 {
+                    // As a step job does: a child first, then wait for it.
+                    let parent_json = format!(
+                        r#"{{"id":"{id}","queueKey":"{}"}}"#,
+                        side.base.trim_end_matches(':')
+                    );
+                    let child = NewJob::new("step-child", "{}", "{}", ts).with_parent(
+                        crate::ParentLink::new(format!("{}{id}", side.base), parent_json),
+                    );
+                    side.queue.add(&child).await.expect("add child");
+                }
+                let outcome = side
+                    .worker
+                    .move_to_waiting_children(&id, &token, None)
+                    .await
+                    .expect("move");
+                let moved = outcome == crate::WaitingChildrenOutcome::Moved;
+                (format!("{outcome:?}"), moved)
+            };
+            if outcome.1 {
+                side.held.remove(at);
+            }
+            outcome.0
+        }
         14 => {
             // A finish with someone else's token: refused, the job stays held.
             let Some(job) = side.held.get((arg as usize) % side.held.len().max(1)) else {

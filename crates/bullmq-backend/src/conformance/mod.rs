@@ -30,6 +30,7 @@ mod events;
 mod jobs;
 mod modes;
 mod schedulers;
+mod steps;
 mod worker;
 
 use std::collections::HashMap;
@@ -71,6 +72,10 @@ pub use schedulers::{
     scheduler_upsert_creates_scheduler_and_iteration, scheduler_upsert_replaces_pending_iteration,
     scheduler_upsert_while_iteration_runs,
 };
+pub use steps::{
+    step_job_moves_back_to_wait, step_job_waits_for_its_children,
+    step_job_with_a_failed_child_cannot_wait,
+};
 pub use worker::{
     complete_with_retention, extend_locks_renews_own_locks, fetch_locks_and_counts_attempts,
     fetch_with_exact_token, finish_and_fetch_in_one_call, lock_checks_on_finish, pause_gates_fetch,
@@ -110,6 +115,9 @@ macro_rules! conformance_tests {
             pause_gates_fetch,
             rate_limits,
             wait_for_job_woken_by_add,
+            step_job_waits_for_its_children,
+            step_job_with_a_failed_child_cannot_wait,
+            step_job_moves_back_to_wait,
             event_log_read_from_a_cursor,
             event_log_trimmed_to_max_len,
             publish_custom_event,

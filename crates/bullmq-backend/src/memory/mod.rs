@@ -18,7 +18,8 @@
 //! backoff (to delayed), final failures with `retries-exhausted`, lock tokens with expiry and
 //! their checks on finish, lock renewal, stalled recovery (`stc`, the deferred failure `defa`
 //! past `max_stalled_count`, once per interval), retention by count and age, the per-minute
-//! metrics, pause/resume, the worker limiter and `RateLimit`, global concurrency and the
+//! metrics, pause/resume, a running job's own moves (to waiting-children while children are
+//! pending, back to wait ahead of its priority), the worker limiter and `RateLimit`, global concurrency and the
 //! global limiter when the meta holds them (`concurrency`, `max`/`duration`), flow children
 //! (parent must exist, pending children block completion, parent policies on failure, removal
 //! with children), job logs with keep, progress, data, drain, clean, obliterate, remove, the
@@ -71,6 +72,7 @@ mod locks;
 mod queue_state;
 mod schedulers;
 mod sets;
+mod steps;
 mod stores;
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,7 @@ use bullmq_protocol::state::JobState;
 use bullmq_protocol::JobRecord;
 
 use super::queue_state::META_VERSION;
-use super::{add, admin, fetch, finish, flow, locks, schedulers, World};
+use super::{add, admin, fetch, finish, flow, locks, schedulers, steps, World};
 use crate::backend::WorkerStoreOptions;
 use crate::error::{BackendError, BackendResult};
 use crate::flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
@@ -23,7 +23,8 @@ use crate::queue::{
 };
 use crate::schedulers::{JobSchedulers, NextIteration, UpsertOutcome};
 use crate::worker::{
-    FetchRequest, Fetched, Finish, FinishReply, JobUpdates, StalledReport, WorkerStore,
+    ChildRef, FetchRequest, Fetched, Finish, FinishReply, JobUpdates, MoveToWaitOutcome,
+    StalledReport, WaitingChildrenOutcome, WorkerStore,
 };
 
 fn ms(d: Duration) -> u64 {
@@ -534,6 +535,32 @@ impl WorkerStore for MemoryWorkerStore {
         self.handle().check()?;
         self.world.with_queue(&self.base, |q, now| {
             schedulers::next_iteration(q, plan, now)
+        })
+    }
+
+    async fn move_to_waiting_children(
+        &self,
+        job_id: &str,
+        token: &str,
+        child: Option<&ChildRef>,
+    ) -> BackendResult<WaitingChildrenOutcome> {
+        self.handle().check()?;
+        let child_key = child.map(ChildRef::job_key);
+        self.world.with_queue(&self.base, |q, now| {
+            Ok(steps::move_to_waiting_children(
+                q,
+                job_id,
+                token,
+                child_key.as_deref(),
+                now,
+            ))
+        })
+    }
+
+    async fn move_to_wait(&self, job_id: &str, token: &str) -> BackendResult<MoveToWaitOutcome> {
+        self.handle().check()?;
+        self.world.with_queue(&self.base, |q, now| {
+            Ok(steps::move_to_wait(q, job_id, token, now))
         })
     }
 }

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    now_ms, BackendResult, ConnectionChange, Dependencies, DependencyCounts, DependencyKind,
-    DependencyPage, FetchRequest, Fetched, Finish, FinishReply, JobFlows, JobSchedulers,
-    JobUpdates, NextIteration, StalledReport, WorkerStore,
+    now_ms, BackendResult, ChildRef, ConnectionChange, Dependencies, DependencyCounts,
+    DependencyKind, DependencyPage, FetchRequest, Fetched, Finish, FinishReply, JobFlows,
+    JobSchedulers, JobUpdates, MoveToWaitOutcome, NextIteration, StalledReport,
+    WaitingChildrenOutcome, WorkerStore,
 };
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::scheduler::NextIterationPlan;
@@ -228,6 +229,27 @@ impl WorkerStore for RedisWorkerStore {
         plan: &NextIterationPlan,
     ) -> BackendResult<NextIteration> {
         self.updates.create_next_iteration(plan).await
+    }
+
+    async fn move_to_waiting_children(
+        &self,
+        job_id: &str,
+        token: &str,
+        child: Option<&ChildRef>,
+    ) -> BackendResult<WaitingChildrenOutcome> {
+        Ok(calls::move_to_waiting_children(
+            &self.client,
+            &self.keys,
+            job_id,
+            token,
+            child,
+            now_ms(),
+        )
+        .await?)
+    }
+
+    async fn move_to_wait(&self, job_id: &str, token: &str) -> BackendResult<MoveToWaitOutcome> {
+        Ok(calls::move_to_wait(&self.client, &self.keys, job_id, token).await?)
     }
 }
 

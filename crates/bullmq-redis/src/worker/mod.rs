@@ -1,5 +1,6 @@
 //! Typed calls of the worker scripts: fetch a batch, finish a batch (and fetch in the same
-//! round trip), extend locks, recover stalled jobs, and the blocking wait on the queue's
+//! round trip), extend locks, recover stalled jobs, step a running job aside (to
+//! `waiting-children` or back to `wait`), and the blocking wait on the queue's
 //! `marker`. Progress, log and data updates from a running job use the queue's calls
 //! ([`crate::queue::update_progress`] and friends): they touch one job, not the worker layout.
 //!
@@ -12,6 +13,7 @@ mod finish;
 mod locks;
 mod reply;
 mod scripts;
+mod steps;
 
 pub use blocking::wait_for_marker;
 pub use fetch::{fetch_batch, CorruptedJob, FetchRequest, Fetched, FetchedJob};
@@ -19,6 +21,7 @@ pub use finish::{
     finish_batch, Finish, FinishAction, FinishCode, FinishReply, JobFacts, Retention,
 };
 pub use locks::{extend_locks, move_stalled, StalledReport};
+pub use steps::{move_to_wait, move_to_waiting_children};
 
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 

@@ -24,3 +24,11 @@ lua_script!(pub(crate) static MOVE_STALLED = "worker_move_stalled":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
     "includes/enqueue.lua", "includes/job_keys.lua", "includes/worker_common.lua",
     "includes/worker_dedup.lua", "worker_move_stalled.lua");
+lua_script!(pub(crate) static MOVE_TO_WAITING_CHILDREN = "worker_move_to_waiting_children":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "includes/job_keys.lua", "includes/worker_common.lua",
+    "worker_move_to_waiting_children.lua");
+lua_script!(pub(crate) static MOVE_TO_WAIT = "worker_move_to_wait":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "includes/job_keys.lua", "includes/worker_common.lua",
+    "worker_move_to_wait.lua");

@@ -259,6 +259,14 @@ impl<'q> AddJob<'q> {
         self
     }
 
+    /// Adds the job as a child of `parent` in a flow (Node `parent`): the parent waits for it
+    /// before it can complete. From a processor, `ctx.parent_ref()` names the running job
+    /// (the step-job pattern, `docs/recipes/step-jobs.md`).
+    pub fn parent(mut self, parent: ParentRef) -> Self {
+        self.opts = self.opts.parent(parent);
+        self
+    }
+
     /// Adds the job.
     ///
     /// # Errors

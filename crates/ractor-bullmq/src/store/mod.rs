@@ -11,15 +11,17 @@
 //! `bullmq.store.extend_locks` (queue, jobs, lost), `bullmq.store.check_stalled` (queue,
 //! recovered), `bullmq.store.wait_for_job` (queue), `bullmq.store.update_progress`,
 //! `bullmq.store.add_log`, `bullmq.store.update_data`, `bullmq.store.get_dependencies`,
-//! `bullmq.store.get_dependency_counts`, `bullmq.store.schedule_next_iteration` (queue, job_id).
+//! `bullmq.store.get_dependency_counts`, `bullmq.store.schedule_next_iteration`,
+//! `bullmq.store.move_to_waiting_children`, `bullmq.store.move_to_wait` (queue, job_id).
 
 mod traced;
 
 pub use bullmq_backend::{
-    BackendError as StoreError, BackendResult as StoreResult, ConnectionChange, CorruptedJob,
-    Dependencies, DependencyCounts, DependencyKind, DependencyPage, FetchRequest, Fetched,
-    FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobFlows, JobUpdates, NextIteration,
-    Receipt, Retention, StalledReport, WorkerStore as Store,
+    BackendError as StoreError, BackendResult as StoreResult, ChildRef, ConnectionChange,
+    CorruptedJob, Dependencies, DependencyCounts, DependencyKind, DependencyPage, FetchRequest,
+    Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobFlows, JobUpdates,
+    MoveToWaitOutcome, NextIteration, Receipt, Retention, StalledReport, WaitingChildrenOutcome,
+    WorkerStore as Store,
 };
 pub use bullmq_protocol::scheduler::NextIterationPlan;
 pub use bullmq_redis::RedisWorkerStore as RedisStore;

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use tracing::{Instrument, Span};
 
 use super::{
-    ConnectionChange, Dependencies, DependencyCounts, DependencyKind, DependencyPage, FetchRequest,
-    Fetched, Finish, FinishReply, JobFlows, JobUpdates, NextIteration, NextIterationPlan,
-    StalledReport, Store, StoreResult,
+    ChildRef, ConnectionChange, Dependencies, DependencyCounts, DependencyKind, DependencyPage,
+    FetchRequest, Fetched, Finish, FinishReply, JobFlows, JobUpdates, MoveToWaitOutcome,
+    NextIteration, NextIterationPlan, StalledReport, Store, StoreResult, WaitingChildrenOutcome,
 };
 
 /// Wraps a store and instruments every call (see the [module docs](super) for the spans).
@@ -157,6 +157,32 @@ impl<S: Store> Store for Traced<S> {
             job_id = plan.producer_id.as_str()
         );
         in_span(span, self.0.schedule_next_iteration(plan), |_, _| {}).await
+    }
+
+    async fn move_to_waiting_children(
+        &self,
+        job_id: &str,
+        token: &str,
+        child: Option<&ChildRef>,
+    ) -> StoreResult<WaitingChildrenOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.move_to_waiting_children",
+            self.queue_name(),
+            job_id
+        );
+        let call = self.0.move_to_waiting_children(job_id, token, child);
+        in_span(span, call, |_, _| {}).await
+    }
+
+    async fn move_to_wait(&self, job_id: &str, token: &str) -> StoreResult<MoveToWaitOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.move_to_wait",
+            self.queue_name(),
+            job_id
+        );
+        in_span(span, self.0.move_to_wait(job_id, token), |_, _| {}).await
     }
 }
 

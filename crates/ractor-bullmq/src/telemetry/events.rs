@@ -168,6 +168,36 @@ pub fn job_completed(job: &JobTelemetry<'_>, duration: Duration) {
     recorder::finished(job.queue, job.job_name, Status::Completed, duration);
 }
 
+/// Where a processor moved its own job ([`job_moved`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MovedTo {
+    /// To `waiting-children`, until its children are done.
+    WaitingChildren,
+    /// Back to `wait`.
+    Wait,
+}
+
+impl MovedTo {
+    /// The state's name, as BullMQ names it (the event's `to` field).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::WaitingChildren => "waiting-children",
+            Self::Wait => "wait",
+        }
+    }
+}
+
+/// A processor moved its own job (step jobs: `JobContext::move_to_waiting_children` or
+/// `move_to_wait`), ending the attempt without a finish (`bullmq.job.moved` with
+/// `duration_ms` and `to` = `waiting-children` | `wait`; no metric: the job is neither
+/// completed nor failed).
+pub fn job_moved(job: &JobTelemetry<'_>, to: MovedTo, duration: Duration) {
+    tracing::event!(target: TARGET, Level::DEBUG, event = ev::JOB_MOVED, queue = job.queue,
+        job.id = job.job_id, job.name = job.job_name, attempt = job.attempt,
+        worker = job.worker, duration_ms = millis(duration), to = to.as_str(), "job moved");
+}
+
 /// A job failed for good: attempts exhausted, unrecoverable error, or lost for good
 /// (`bullmq.job.failed` with `duration_ms` and `error`; counter `bullmq_jobs_failed_total`;
 /// histogram `bullmq_job_duration_seconds{status="failed"}`).

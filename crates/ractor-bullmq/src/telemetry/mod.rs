@@ -25,6 +25,7 @@
 //! | `bullmq.store.update_progress`, `.add_log`, `.update_data` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.get_dependencies`, `.get_dependency_counts` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.schedule_next_iteration` | DEBUG | `queue`, `job_id` | the traced `Store` |
+//! | `bullmq.store.move_to_waiting_children`, `.move_to_wait` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //!
 //! Every `bullmq.store.*` span also has an `error` field recorded when the call fails. The
 //! `bullmq.queue.add` span carries `otel.kind` = `producer`, so with `tracing-opentelemetry`
@@ -44,6 +45,7 @@
 //! | `bullmq.job.failed` | WARN | job fields, `duration_ms`, `error` | [`job_failed`] | `bullmq_jobs_failed_total`, `bullmq_job_duration_seconds{status="failed"}` |
 //! | `bullmq.job.retried` | INFO | job fields, `duration_ms`, `delay_ms`, `error` | [`job_retried`] | `bullmq_jobs_retried_total`, `bullmq_job_duration_seconds{status="retried"}` |
 //! | `bullmq.job.progress` | TRACE | job fields, `progress` (JSON) | [`job_progress`] | — |
+//! | `bullmq.job.moved` | DEBUG | job fields, `duration_ms`, `to` (`waiting-children` \| `wait`) | [`job_moved`] (a processor moved its own job: step jobs) | — |
 //! | `bullmq.worker.started` | INFO | `worker`, `concurrency` | [`worker_started`] | `bullmq_workers` +1 |
 //! | `bullmq.worker.stopped` | INFO | `worker`, `uptime_s` | [`worker_stopped`] | `bullmq_workers` −1 |
 //! | `bullmq.worker.stalled_check` | DEBUG, WARN when it found jobs | `worker`, `recovered`, `failed` | [`stalled_check`] | `bullmq_jobs_stalled_total{outcome}` |
@@ -123,9 +125,9 @@ pub mod testing;
 pub use bullmq_backend::{Metrics, MetricsKind, MetricsMeta};
 pub use events::{
     connection_lost, connection_restored, finish_refused, job_added, job_completed, job_failed,
-    job_progress, job_retried, job_started, queue_drained, queue_paused, queue_resumed,
+    job_moved, job_progress, job_retried, job_started, queue_drained, queue_paused, queue_resumed,
     rate_limit_hit, stalled_check, wait_time, worker_queue_empty, worker_started, worker_stopped,
-    ActiveJob, JobTelemetry,
+    ActiveJob, JobTelemetry, MovedTo,
 };
 pub use finish::{job_finished, AttemptEnd};
 pub use names::{event_names, metric_names, span_names, TARGET};

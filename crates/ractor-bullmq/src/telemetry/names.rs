@@ -31,6 +31,9 @@ pub mod event_names {
     pub const JOB_RETRIED: &str = "bullmq.job.retried";
     /// A processor reported progress.
     pub const JOB_PROGRESS: &str = "bullmq.job.progress";
+    /// A processor moved its own job to `waiting-children` or back to `wait` (step jobs):
+    /// the attempt ended without a finish.
+    pub const JOB_MOVED: &str = "bullmq.job.moved";
     /// A worker started.
     pub const WORKER_STARTED: &str = "bullmq.worker.started";
     /// A worker stopped.
@@ -57,13 +60,14 @@ pub mod event_names {
     pub const CONNECTION_RESTORED: &str = "bullmq.connection.restored";
 
     /// Every event name, in catalogue order.
-    pub const ALL: [&str; 17] = [
+    pub const ALL: [&str; 18] = [
         JOB_ADDED,
         JOB_STARTED,
         JOB_COMPLETED,
         JOB_FAILED,
         JOB_RETRIED,
         JOB_PROGRESS,
+        JOB_MOVED,
         WORKER_STARTED,
         WORKER_STOPPED,
         STALLED_CHECK,

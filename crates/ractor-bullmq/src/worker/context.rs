@@ -3,16 +3,35 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use std::time::Duration;
+
+use bullmq_protocol::options::ParentRef;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::callbacks::WorkerCallbacks;
+use super::errors::WorkerError;
 use super::outcome::CancelReason;
-use crate::store::{Store, StoreError, StoreResult};
+use super::Job;
+use crate::store::{
+    ChildRef, FinishCode, MoveToWaitOutcome, Store, StoreError, StoreResult, WaitingChildrenOutcome,
+};
 use crate::telemetry::{self, JobTelemetry};
 
-/// Handed to the processor with its job: progress, logs, data updates, the attempt number and
-/// the job's cancellation token.
+/// Where the processor moved its own job through the context (the step-job pattern). Set once,
+/// by a move the store confirmed; the Worker then records nothing for the attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Moved {
+    /// To `waiting-children` ([`JobContext::move_to_waiting_children`]).
+    WaitingChildren,
+    /// Back to `wait` ([`JobContext::move_to_wait`]).
+    Wait,
+}
+
+/// Handed to the processor with its job: progress, logs, data updates, the attempt number,
+/// the job's cancellation token, its lock token, and the moves of the step-job pattern
+/// ([`JobContext::move_to_waiting_children`], [`JobContext::move_to_wait`]; see
+/// `docs/recipes/step-jobs.md`).
 ///
 /// The token is cancelled when the worker loses the job's lock (another worker may own the job
 /// now) or is force-closed; [`JobContext::cancel_reason`] says which. The worker stops waiting
@@ -28,6 +47,10 @@ pub struct JobContext {
 struct ContextInner {
     job_id: String,
     job_name: String,
+    token: String,
+    /// `{prefix}:{queue}`, the queue as a child's parent option names it.
+    queue_key: String,
+    moved: OnceLock<Moved>,
     attempt: u32,
     keep_logs: Option<u64>,
     cancel: CancellationToken,
@@ -48,22 +71,26 @@ impl fmt::Debug for JobContext {
 }
 
 impl JobContext {
+    /// The context of one attempt of `job`, fetched with lock `token` from the queue whose
+    /// qualified name (`{prefix}:{queue}`) is `queue_key`.
     pub(crate) fn new(
-        job_id: String,
-        job_name: String,
-        attempt: u32,
-        keep_logs: Option<u64>,
+        job: &Job,
+        token: String,
+        queue_key: String,
         store: Arc<dyn Store>,
         callbacks: WorkerCallbacks,
         worker: Arc<str>,
     ) -> Self {
         Self {
             inner: Arc::new(ContextInner {
-                job_id,
-                job_name,
+                job_id: job.id().to_string(),
+                job_name: job.name().to_string(),
+                token,
+                queue_key,
+                moved: OnceLock::new(),
                 worker,
-                attempt,
-                keep_logs,
+                attempt: job.attempts_made().saturating_add(1),
+                keep_logs: job.opts().keep_logs,
                 cancel: CancellationToken::new(),
                 reason: OnceLock::new(),
                 store,
@@ -75,6 +102,35 @@ impl JobContext {
     /// The job's id.
     pub fn job_id(&self) -> &str {
         &self.inner.job_id
+    }
+
+    /// The lock token this attempt holds the job with (Node's `token` argument of the
+    /// processor). The context's own moves present it; it is also what a store call made
+    /// directly on this job's behalf needs.
+    pub fn token(&self) -> &str {
+        &self.inner.token
+    }
+
+    /// This job as the parent of children added from its processor: pass it to
+    /// [`AddJob::parent`](crate::AddJob::parent) or `JobOptions::parent` (Node's
+    /// `parent: { id: job.id, queue: job.queueQualifiedName }`).
+    ///
+    /// ```no_run
+    /// use ractor_bullmq::worker::JobContext;
+    /// use ractor_bullmq::Queue;
+    ///
+    /// async fn add_child(queue: &Queue, ctx: &JobContext) -> anyhow::Result<()> {
+    ///     queue.add("child", serde_json::json!({ "n": 1 })).parent(ctx.parent_ref()).await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn parent_ref(&self) -> ParentRef {
+        ParentRef::new(self.inner.job_id.clone(), self.inner.queue_key.clone())
+    }
+
+    /// Where the processor moved the job, once a move succeeded.
+    pub(crate) fn moved(&self) -> Option<Moved> {
+        self.inner.moved.get().copied()
     }
 
     /// This attempt's number, from 1 (Node `job.attemptsMade + 1`).
@@ -230,5 +286,97 @@ impl JobContext {
             .store
             .get_dependency_counts(&self.inner.job_id)
             .await
+    }
+
+    /// Moves the job to `waiting-children` if it has children still pending (Node's
+    /// `job.moveToWaitingChildren(token)`): the step-job pattern's "wait for my children".
+    ///
+    /// `Ok(true)`: moved. Its lock is released and the Worker stops renewing it; the
+    /// processor must now return [`WaitingChildrenError`](crate::worker::WaitingChildrenError),
+    /// and the job is fetched again (a new attempt with the same attempt number, from the top of
+    /// the processor) once its last child completed. `Ok(false)`: no child is pending (none
+    /// was added, or all are done): the job is still active and locked here, and the processor
+    /// goes on, typically with its next step.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::FinishRefused`] with command `moveToWaitingChildren` when the store
+    /// refused (nothing changed): [`FinishCode::MissingLock`] / [`FinishCode::LockNotOwned`]
+    /// when the lock was lost, [`FinishCode::FailedChildren`] when a child failed for good,
+    /// [`FinishCode::MissingJob`], [`FinishCode::NotActive`]; [`WorkerError::Store`] when the
+    /// backend failed.
+    pub async fn move_to_waiting_children(&self) -> Result<bool, WorkerError> {
+        self.waiting_children(None).await
+    }
+
+    /// [`JobContext::move_to_waiting_children`] waiting for one child: moved only while
+    /// `child` is pending (Node's `opts.child`).
+    ///
+    /// # Errors
+    ///
+    /// As [`JobContext::move_to_waiting_children`].
+    pub async fn move_to_waiting_children_for(
+        &self,
+        child: &ChildRef,
+    ) -> Result<bool, WorkerError> {
+        self.waiting_children(Some(child)).await
+    }
+
+    async fn waiting_children(&self, child: Option<&ChildRef>) -> Result<bool, WorkerError> {
+        let inner = &self.inner;
+        let outcome = inner
+            .store
+            .move_to_waiting_children(&inner.job_id, &inner.token, child)
+            .await?;
+        match outcome {
+            WaitingChildrenOutcome::Moved => {
+                let _ = inner.moved.set(Moved::WaitingChildren);
+                Ok(true)
+            }
+            WaitingChildrenOutcome::NoPendingChildren => Ok(false),
+            WaitingChildrenOutcome::Refused(code) => {
+                Err(self.refused(code, "moveToWaitingChildren"))
+            }
+            // An answer this version does not know: the job's state is unknown, so not ours.
+            _ => Err(self.refused(FinishCode::Other(0), "moveToWaitingChildren")),
+        }
+    }
+
+    /// Moves the job back to `wait` without counting an attempt (Node's
+    /// `job.moveToWait(token)`), to run again from the top of the processor (a job with a
+    /// priority goes ahead of its priority in `prioritized`). Its lock is released and the
+    /// Worker stops renewing it; the processor must now return
+    /// [`WaitingError`](crate::worker::WaitingError). Returns the queue's remaining rate limit
+    /// (zero when not limited), as Node does.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::FinishRefused`] with command `moveJobFromActiveToWait` when the store
+    /// refused (nothing changed): the lock was lost ([`FinishCode::MissingLock`],
+    /// [`FinishCode::LockNotOwned`]), [`FinishCode::MissingJob`], [`FinishCode::NotActive`];
+    /// [`WorkerError::Store`] when the backend failed.
+    pub async fn move_to_wait(&self) -> Result<Duration, WorkerError> {
+        let inner = &self.inner;
+        match inner
+            .store
+            .move_to_wait(&inner.job_id, &inner.token)
+            .await?
+        {
+            MoveToWaitOutcome::Moved { rate_limited_for } => {
+                let _ = inner.moved.set(Moved::Wait);
+                Ok(rate_limited_for)
+            }
+            MoveToWaitOutcome::Refused(code) => Err(self.refused(code, "moveJobFromActiveToWait")),
+            // An answer this version does not know: the job's state is unknown, so not ours.
+            _ => Err(self.refused(FinishCode::Other(0), "moveJobFromActiveToWait")),
+        }
+    }
+
+    fn refused(&self, code: FinishCode, command: &'static str) -> WorkerError {
+        WorkerError::FinishRefused {
+            job_id: self.inner.job_id.clone(),
+            code,
+            command,
+        }
     }
 }

@@ -44,6 +44,33 @@ impl DelayedError {
     }
 }
 
+/// Return this from a processor after [`JobContext::move_to_waiting_children`] returned
+/// `true`: the job is already in `waiting-children`, so the Worker records nothing for the
+/// attempt (no finish, no `completed` / `failed` event or callback), stops renewing its lock and
+/// frees its slot (Node: `await job.moveToWaitingChildren(token)` then
+/// `throw new WaitingChildrenError()`).
+///
+/// Returned without a successful move (the context said `false`, or was not asked), the job is
+/// still active under this worker: the Worker fails the attempt as an ordinary error (retried
+/// while attempts remain) whose reason says so, rather than leave it active and unrenewed until
+/// a stalled check, which is what Node's Worker does.
+///
+/// [`JobContext::move_to_waiting_children`]: super::JobContext::move_to_waiting_children
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, thiserror::Error)]
+#[error("bullmq:movedToWaitingChildren")]
+pub struct WaitingChildrenError;
+
+/// Return this from a processor after [`JobContext::move_to_wait`] succeeded: the job is
+/// already back in `wait`, so the Worker records nothing for the attempt, stops renewing its
+/// lock and frees its slot (Node: `await job.moveToWait(token)` then
+/// `throw new WaitingError()`). Returned without that move, the attempt fails as an ordinary
+/// error, as for [`WaitingChildrenError`].
+///
+/// [`JobContext::move_to_wait`]: super::JobContext::move_to_wait
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, thiserror::Error)]
+#[error("bullmq:movedToWait")]
+pub struct WaitingError;
+
 /// Return this from a processor when an upstream service rate-limited you: the job goes back
 /// to the front of the wait list and the queue's `limiter` key is set for `ttl` (Node:
 /// `worker.rateLimit(ttl)` then `throw Worker.RateLimitError()`). As in Node, the key holds back
@@ -94,7 +121,8 @@ pub enum WorkerError {
         job_id: String,
         /// What the store answered.
         code: FinishCode,
-        /// The operation, in Node's words (`moveToFinished`, `retryJob`, `moveToDelayed`).
+        /// The operation, in Node's words (`moveToFinished`, `retryJob`, `moveToDelayed`,
+        /// `moveToWaitingChildren`, `moveJobFromActiveToWait`).
         command: &'static str,
     },
     /// A job id was taken from the queue but has no job hash (deleted under the queue by

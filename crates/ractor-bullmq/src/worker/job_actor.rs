@@ -69,13 +69,14 @@ impl Actor for JobActor {
             return Ok(());
         };
         let job_id = args.job.id().to_string();
+        let token = args.context.token().to_string();
         let ended = run(args.job, args.context, args.processor)
             .instrument(args.span)
             .await;
         // The Worker may already be gone (force close); nothing else to tell then.
-        let _ = args
-            .worker
-            .cast(WorkerMsg::Internal(Internal::job_ended(job_id, ended)));
+        let _ = args.worker.cast(WorkerMsg::Internal(Internal::job_ended(
+            job_id, token, ended,
+        )));
         myself.stop(None);
         Ok(())
     }

@@ -63,6 +63,7 @@ pub(super) fn spawn_task(
 ) -> JobTask {
     let handle = tokio::spawn(async move {
         let job_id = job.id().to_string();
+        let token = context.token().to_string();
         // `run` catches the processor's panics; this also catches one raised while its future
         // is dropped (on cancellation), which would otherwise end the task unreported.
         let ended = AssertUnwindSafe(run(job, context, processor).instrument(span))
@@ -70,7 +71,9 @@ pub(super) fn spawn_task(
             .await
             .unwrap_or_else(|panic| Ended::Panicked(panic_message(panic.as_ref())));
         // The Worker may already be gone (force close); nothing else to tell then.
-        let _ = worker.cast(WorkerMsg::Internal(Internal::job_ended(job_id, ended)));
+        let _ = worker.cast(WorkerMsg::Internal(Internal::job_ended(
+            job_id, token, ended,
+        )));
     });
     JobTask(handle.abort_handle())
 }

@@ -51,7 +51,10 @@ use serde_json::Value;
 
 pub use callbacks::{FailedJob, WorkerCallbacks};
 pub use context::JobContext;
-pub use errors::{DelayedError, RateLimitError, UnrecoverableError, WorkerError};
+pub use errors::{
+    DelayedError, RateLimitError, UnrecoverableError, WaitingChildrenError, WaitingError,
+    WorkerError,
+};
 pub use handle::WorkerHandle;
 pub use job_actor::JobActorMsg;
 pub use job_runner::JobRunner;
@@ -77,7 +80,9 @@ pub(crate) use outcome::classify;
 ///
 /// Return `Ok(value)` to complete the job with `returnvalue` = `value`; an error fails the
 /// attempt (retried per the job's `attempts` / `backoff`), except [`UnrecoverableError`]
-/// (fail now), [`DelayedError`] (delay the job) and [`RateLimitError`] (rate-limit the queue).
+/// (fail now), [`DelayedError`] (delay the job), [`RateLimitError`] (rate-limit the queue),
+/// and [`WaitingChildrenError`] / [`WaitingError`] after the processor moved its job itself
+/// with [`JobContext::move_to_waiting_children`] / [`JobContext::move_to_wait`] (step jobs).
 /// A panic fails the attempt with the panic message.
 pub trait Processor: Send + Sync + 'static {
     /// Runs the job.

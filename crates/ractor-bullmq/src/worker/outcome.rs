@@ -24,7 +24,10 @@ use bullmq_protocol::backoff::{backoff_delay, BackoffDelay};
 use bullmq_protocol::KeepJobs;
 use serde_json::Value;
 
-use super::errors::{DelayedError, RateLimitError, UnrecoverableError};
+use super::context::Moved;
+use super::errors::{
+    DelayedError, RateLimitError, UnrecoverableError, WaitingChildrenError, WaitingError,
+};
 use super::options::WorkerOptions;
 use super::Job;
 use crate::store::{FinishAction, Retention};
@@ -76,6 +79,13 @@ pub enum JobOutcome {
     Delayed(Duration),
     /// The processor reported a rate limit ([`RateLimitError`]).
     RateLimited(Duration),
+    /// The processor moved the job to `waiting-children` itself
+    /// (`JobContext::move_to_waiting_children`, then [`WaitingChildrenError`]): nothing to
+    /// record, it runs again once its children are done.
+    MovedToWaitingChildren,
+    /// The processor moved the job back to `wait` itself (`JobContext::move_to_wait`, then
+    /// [`WaitingError`]): nothing to record, no attempt counted.
+    MovedToWait,
     /// The job's lock was lost: the job is left to its new owner or to stalled recovery.
     LockLost,
     /// The worker was force-closed: the job is left to stalled recovery.
@@ -108,9 +118,30 @@ impl JobOutcome {
     }
 }
 
-/// Turns how a job actor ended into a [`JobOutcome`]. A cancellation reason recorded by the
-/// worker wins over whatever the processor returned afterwards.
-pub(crate) fn classify(ended: Ended, cancelled: Option<CancelReason>) -> JobOutcome {
+/// Why a [`WaitingChildrenError`] or [`WaitingError`] returned without the move it announces
+/// fails the attempt.
+pub(crate) fn unmoved_reason(error: &str, call: &str) -> String {
+    format!(
+        "{error} returned, but the job was not moved (JobContext::{call} was not called or did \
+         not move it): the job is still active, so this attempt fails"
+    )
+}
+
+/// Turns how a job actor ended into a [`JobOutcome`]. A move the processor made through its
+/// context (`moved`) wins over everything: the job is no longer this worker's, whatever the
+/// processor returned or however it was cut short afterwards (its lock, released by the move,
+/// cannot be renewed). Then a cancellation reason recorded by the worker wins over whatever the
+/// processor returned afterwards.
+pub(crate) fn classify(
+    ended: Ended,
+    cancelled: Option<CancelReason>,
+    moved: Option<Moved>,
+) -> JobOutcome {
+    match moved {
+        Some(Moved::WaitingChildren) => return JobOutcome::MovedToWaitingChildren,
+        Some(Moved::Wait) => return JobOutcome::MovedToWait,
+        None => {}
+    }
     match cancelled {
         Some(CancelReason::LockLost) => return JobOutcome::LockLost,
         Some(CancelReason::Shutdown) => return JobOutcome::Cancelled,
@@ -128,6 +159,13 @@ pub(crate) fn classify(ended: Ended, cancelled: Option<CancelReason>) -> JobOutc
                 JobOutcome::Delayed(e.delay)
             } else if let Some(e) = error.downcast_ref::<RateLimitError>() {
                 JobOutcome::RateLimited(e.ttl)
+            } else if error.downcast_ref::<WaitingChildrenError>().is_some() {
+                JobOutcome::failed(unmoved_reason(
+                    "WaitingChildrenError",
+                    "move_to_waiting_children",
+                ))
+            } else if error.downcast_ref::<WaitingError>().is_some() {
+                JobOutcome::failed(unmoved_reason("WaitingError", "move_to_wait"))
             } else {
                 JobOutcome::Failed {
                     reason: error.to_string(),
@@ -352,7 +390,10 @@ pub(crate) fn decide(job: &Job, outcome: JobOutcome, opts: &WorkerOptions) -> Op
         }
         JobOutcome::Delayed(delay) => Some(Verdict::Delayed(delay)),
         JobOutcome::RateLimited(ttl) => Some(Verdict::RateLimited(ttl)),
-        JobOutcome::LockLost | JobOutcome::Cancelled => None,
+        JobOutcome::LockLost
+        | JobOutcome::Cancelled
+        | JobOutcome::MovedToWaitingChildren
+        | JobOutcome::MovedToWait => None,
     }
 }
 
@@ -436,7 +477,7 @@ mod tests {
 
     #[test]
     fn classify_downcasts_the_processor_errors() {
-        let ended = |e: anyhow::Error| classify(Ended::Returned(Err(e)), None);
+        let ended = |e: anyhow::Error| classify(Ended::Returned(Err(e)), None, None);
         assert!(matches!(
             ended(UnrecoverableError::new("no").into()),
             JobOutcome::Unrecoverable { reason, .. } if reason == "no"
@@ -455,14 +496,62 @@ mod tests {
         assert_eq!(
             classify(
                 Ended::Returned(Ok(Value::from(1))),
-                Some(CancelReason::LockLost)
+                Some(CancelReason::LockLost),
+                None
             ),
             JobOutcome::LockLost
         );
         assert_eq!(
-            classify(Ended::Cancelled, Some(CancelReason::Shutdown)),
+            classify(Ended::Cancelled, Some(CancelReason::Shutdown), None),
             JobOutcome::Cancelled
         );
+    }
+
+    #[test]
+    fn a_move_made_through_the_context_wins_and_records_nothing() {
+        let moved = |ended, cancelled, moved| classify(ended, cancelled, Some(moved));
+        assert_eq!(
+            moved(
+                Ended::Returned(Err(WaitingChildrenError.into())),
+                None,
+                Moved::WaitingChildren
+            ),
+            JobOutcome::MovedToWaitingChildren
+        );
+        assert_eq!(
+            moved(Ended::Returned(Err(WaitingError.into())), None, Moved::Wait),
+            JobOutcome::MovedToWait
+        );
+        // The move released the lock: a renewal that failed afterwards is expected.
+        assert_eq!(
+            moved(Ended::Cancelled, Some(CancelReason::LockLost), Moved::Wait),
+            JobOutcome::MovedToWait
+        );
+        let opts = WorkerOptions::default();
+        let job = job(r#"{"attempts":3}"#, 0, "");
+        assert_eq!(
+            decide(&job, JobOutcome::MovedToWaitingChildren, &opts),
+            None
+        );
+        assert_eq!(decide(&job, JobOutcome::MovedToWait, &opts), None);
+    }
+
+    #[test]
+    fn waiting_errors_without_a_move_fail_the_attempt() {
+        let ended = |e: anyhow::Error| classify(Ended::Returned(Err(e)), None, None);
+        match ended(WaitingChildrenError.into()) {
+            JobOutcome::Failed { reason, .. } => {
+                assert!(
+                    reason.starts_with("WaitingChildrenError returned, but the job was not moved")
+                );
+                assert!(reason.contains("move_to_waiting_children"));
+            }
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        match ended(WaitingError.into()) {
+            JobOutcome::Failed { reason, .. } => assert!(reason.contains("move_to_wait")),
+            other => panic!("expected a failure, got {other:?}"),
+        }
     }
 
     #[test]

@@ -35,13 +35,25 @@ impl WorkerState {
         }));
     }
 
-    /// A running job ended: classify how, and record the outcome.
-    pub(super) fn job_ended(&mut self, job_id: String, ended: Ended) {
+    /// A running job ended: classify how, and record the outcome. With `token`, only the
+    /// attempt holding that token is ended: the report of an earlier attempt of a job fetched
+    /// again since (its new attempt took over the slot) is dropped.
+    pub(super) fn job_ended(&mut self, job_id: String, token: Option<&str>, ended: Ended) {
+        let current = self.running.get(&job_id).map(|r| r.lease.token.as_str());
+        if current.is_none() || token.is_some_and(|t| Some(t) != current) {
+            tracing::trace!(job_id = %job_id, "end of an attempt no longer running here");
+            return;
+        }
         let Some(running) = self.running.remove(&job_id) else {
             return;
         };
         self.dispatch(Event::JobEnded);
-        let outcome = classify(ended, running.context.cancel_reason());
+        let moved = running.context.moved();
+        if moved.is_some() && !matches!(ended, Ended::Returned(Err(_))) {
+            // Moved, then returned a value (or panicked): the move stands, the value is lost.
+            tracing::warn!(job_id = %job_id, ?moved, "processor moved its job and did not return WaitingChildrenError / WaitingError");
+        }
+        let outcome = classify(ended, running.context.cancel_reason(), moved);
         let duration = running.active.elapsed();
         // Dropping the guard ends the attempt in `bullmq_worker_active_jobs`.
         drop(running.active);
@@ -60,6 +72,19 @@ impl WorkerState {
             JobOutcome::RateLimited(ttl) => self.dispatch(Event::RateLimited(*ttl)),
             JobOutcome::LockLost | JobOutcome::Cancelled => {
                 tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
+            }
+            JobOutcome::MovedToWaitingChildren | JobOutcome::MovedToWait => {
+                // Already moved by the processor: nothing to record, nothing left behind; the
+                // lock (released by the move) is no longer renewed.
+                let to = if outcome == JobOutcome::MovedToWait {
+                    telemetry::MovedTo::Wait
+                } else {
+                    telemetry::MovedTo::WaitingChildren
+                };
+                let jt = JobTelemetry::from_job(&job, &self.label);
+                telemetry::job_moved(&jt, to, duration);
+                self.untrack(vec![job.id().to_string()]);
+                return;
             }
             _ => {}
         }

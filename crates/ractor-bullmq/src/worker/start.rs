@@ -87,7 +87,7 @@ impl WorkerState {
             );
             return None;
         }
-        let context = self.context_for(&job);
+        let context = self.context_for(&job, &lease.token);
         let jt = JobTelemetry::from_job(&job, &self.label);
         let span = telemetry::process_span(&jt);
         let active = telemetry::job_started(&jt, telemetry::wait_time(&job));
@@ -129,12 +129,11 @@ impl WorkerState {
     }
 
     /// The context handed to the processor for this attempt.
-    fn context_for(&self, job: &Job) -> JobContext {
+    fn context_for(&self, job: &Job, token: &str) -> JobContext {
         JobContext::new(
-            job.id().to_string(),
-            job.name().to_string(),
-            job.attempts_made() + 1,
-            job.opts().keep_logs,
+            job,
+            token.to_string(),
+            format!("{}:{}", self.opts.prefix, self.store.queue_name()),
             self.store.clone(),
             self.callbacks.clone(),
             self.label.clone(),

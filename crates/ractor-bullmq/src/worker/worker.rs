@@ -84,8 +84,12 @@ pub struct CloseReport {
 pub struct Internal(InternalMsg);
 
 impl Internal {
-    pub(crate) fn job_ended(job_id: String, ended: Ended) -> Self {
-        Self(InternalMsg::JobEnded { job_id, ended })
+    pub(crate) fn job_ended(job_id: String, token: String, ended: Ended) -> Self {
+        Self(InternalMsg::JobEnded {
+            job_id,
+            token,
+            ended,
+        })
     }
     pub(crate) fn locks_lost(ids: Vec<String>) -> Self {
         Self(InternalMsg::LocksLost(ids))
@@ -118,6 +122,10 @@ pub(super) enum InternalMsg {
     },
     JobEnded {
         job_id: String,
+        /// The lock token of the attempt that ended: a job fetched again while an earlier
+        /// attempt's end was still in the mailbox (a step job moved to wait, or one whose lock
+        /// was lost) must not be ended by the earlier attempt's report.
+        token: String,
         ended: Ended,
     },
     LocksLost(Vec<String>),
@@ -514,7 +522,7 @@ impl Actor for Worker {
         if let Some(job_id) = state.job_actors.remove(&cell.get_id()) {
             if let Some(message) = panic {
                 if state.running.contains_key(&job_id) {
-                    state.job_ended(job_id, Ended::Panicked(message));
+                    state.job_ended(job_id, None, Ended::Panicked(message));
                     state.end_turn(&myself).await;
                 }
             }
@@ -639,11 +647,20 @@ impl WorkerState {
                     }
                 }
             },
-            InternalMsg::JobEnded { job_id, ended } => self.job_ended(job_id, ended),
+            InternalMsg::JobEnded {
+                job_id,
+                token,
+                ended,
+            } => self.job_ended(job_id, Some(&token), ended),
             InternalMsg::LocksLost(ids) => {
                 let mut lost = Vec::new();
                 for id in ids {
                     if let Some(running) = self.running.get(&id) {
+                        // A job its processor moved (step jobs) released its lock on purpose:
+                        // not a lost lock, and the processor is about to return.
+                        if running.context.moved().is_some() {
+                            continue;
+                        }
                         running.context.cancel(CancelReason::LockLost);
                         lost.push(id);
                     }
