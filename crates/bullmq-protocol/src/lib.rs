@@ -34,6 +34,7 @@ pub mod backoff;
 pub mod error;
 pub mod error_code;
 pub mod events;
+pub mod flow;
 pub mod job_record;
 pub mod keys;
 mod lenient;
