@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod events;
+pub mod flow;
 pub mod job;
 pub mod job_wait;
 pub mod manager;

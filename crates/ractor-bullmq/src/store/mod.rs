@@ -11,7 +11,9 @@
 //! `bullmq.store.extend_locks` (queue, jobs, lost), `bullmq.store.check_stalled` (queue,
 //! recovered), `bullmq.store.wait_for_job` (queue), `bullmq.store.update_progress`,
 //! `bullmq.store.add_log`, `bullmq.store.update_data`, `bullmq.store.get_dependencies`,
-//! `bullmq.store.get_dependency_counts`, `bullmq.store.schedule_next_iteration` (queue, job_id).
+//! `bullmq.store.get_dependency_counts`, `bullmq.store.schedule_next_iteration` (queue, job_id);
+//! for a [`bullmq_backend::FlowStore`], `bullmq.store.add_flow` (queue of the first node, jobs)
+//! and `bullmq.store.read_flow_node` (queue, job_id).
 
 mod traced;
 
