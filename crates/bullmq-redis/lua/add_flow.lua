@@ -86,6 +86,10 @@ local function contextOf(base)
       delayed = q .. ":delayed", prioritized = q .. ":prioritized", pc = q .. ":pc",
       active = q .. ":active", events = q .. ":events", marker = q .. ":marker"}
     ctx = newAddBatch(keys, base, 0)
+    -- Node's flow adds store `opts.maxLenEvents` on a fresh meta but not `version` (a Node
+    -- FlowProducer never opens a Queue), so the length is read here as they read it.
+    ctx.maxEvents = tonumber(maxEventsOrDefault(keys.meta, rcall("HGET", keys.meta,
+      "opts.maxLenEvents"))) or 10000
     ctx.queueKey = q
     contexts[base] = ctx
     contextsOrder[#contextsOrder + 1] = ctx

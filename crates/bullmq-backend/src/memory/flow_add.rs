@@ -104,6 +104,17 @@ pub(crate) fn add_flow(
         return Ok(FlowAdded::Refused(refusal));
     }
 
+    // Node's flow adds store `opts.maxLenEvents` on a fresh meta but not `version` (a Node
+    // FlowProducer never opens a Queue): the queues without a version keep none.
+    let unversioned: Vec<String> = nodes
+        .iter()
+        .map(|n| n.queue.base().to_owned())
+        .filter(|base| {
+            queues
+                .existing(base)
+                .is_none_or(|q| !q.meta.contains_key("version"))
+        })
+        .collect();
     let mut ids = Vec::with_capacity(nodes.len());
     // Parents to release, by key, in the order first met (as Node's Map).
     let mut parents: Vec<(String, String)> = Vec::new();
@@ -141,6 +152,11 @@ pub(crate) fn add_flow(
             .is_some_and(|q| q.dependencies.get(&id).is_some_and(|d| !d.is_empty()));
         if !pending {
             release_parent(queues, &base, &id, now);
+        }
+    }
+    for base in unversioned {
+        if let Some(q) = queues.existing(&base) {
+            q.meta.remove("version");
         }
     }
     Ok(FlowAdded::Ids(ids))
