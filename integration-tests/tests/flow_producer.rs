@@ -381,6 +381,9 @@ async fn a_root_whose_parent_is_missing_writes_nothing() -> Result<()> {
     Ok(())
 }
 
+/// What a refusal case expects of the error.
+type Expect = fn(&FlowError) -> bool;
+
 #[tokio::test]
 async fn every_bad_tree_is_refused_before_anything_is_written() -> Result<()> {
     let ours = Queues::new("fpr-bad", &["A", "B"]);
@@ -389,7 +392,7 @@ async fn every_bad_tree_is_refused_before_anything_is_written() -> Result<()> {
     let ok = |name: &str| FlowJob::new(name, a.as_str());
     let mut keep_last = ractor_bullmq::protocol::Deduplication::new("d");
     keep_last.keep_last_if_active = Some(true);
-    let cases: Vec<(&str, FlowJob, fn(&FlowError) -> bool)> = vec![
+    let cases: Vec<(&str, FlowJob, Expect)> = vec![
         ("empty name", ok("root").child(ok("")), |e| {
             matches!(e, FlowError::Invalid(FlowValidationError::EmptyName { .. }))
         }),

@@ -22,9 +22,9 @@ pub enum FlowError {
         path: FlowPath,
         /// Its job name.
         name: String,
-        /// Why.
+        /// Why (boxed: it is the rare, large variant).
         #[source]
-        source: QueueError,
+        source: Box<QueueError>,
     },
     /// The parent named by the root's `parent` option does not exist (Node's "Missing key for
     /// parent job"); nothing was written.

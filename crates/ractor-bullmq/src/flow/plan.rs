@@ -85,7 +85,7 @@ pub(crate) fn plan(
         let invalid = |source| FlowError::InvalidNode {
             path: path.clone(),
             name: node.name.clone(),
-            source,
+            source: Box::new(source),
         };
         if !defaults.contains_key(node.queue_name.as_str()) {
             let queue_defaults = options
