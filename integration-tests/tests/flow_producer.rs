@@ -242,6 +242,49 @@ async fn a_parent_id_that_exists_is_kept_and_its_children_attached_as_node_does(
 }
 
 #[tokio::test]
+async fn a_root_under_an_existing_parent_is_stored_as_node_stores_it() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    // The root names a parent outside the flow (`opts.parent`): it joins that parent's
+    // dependencies, and its own children wait as usual.
+    let same = |queue: String| async move {
+        let q = open_queue(&queue).await?;
+        q.add_job(
+            "ext",
+            json!({}),
+            JobOptions::new().job_id("ext").timestamp_ms(TS),
+        )
+        .await?;
+        q.close().await?;
+        anyhow::Ok(())
+    };
+    let ours = Queues::new("fpr-ext", &["A"]);
+    let theirs = Queues::new("fpn-ext", &["A"]);
+    let spec = |queues: &Queues| {
+        let q = queues.name("A");
+        json!({"name": "root", "queueName": q, "data": {},
+            "opts": ts(json!({"jobId": "root", "parent": {"id": "ext", "queue": format!("bull:{q}")}})),
+            "children": [{"name": "c", "queueName": q, "data": {}, "opts": ts(json!({"jobId": "c"}))}]})
+    };
+    same(ours.name("A").to_owned()).await?;
+    same(theirs.name("A").to_owned()).await?;
+    let producer = producer().await?;
+    producer.add(to_flow(&spec(&ours))).await?;
+    producer.close().await?;
+    let node = node_add(&spec(&theirs), None).await?;
+    assert!(node.get("error").is_none(), "{node}");
+    assert_same(
+        &snapshot(&ours).await?,
+        &snapshot(&theirs).await?,
+        "external parent",
+    );
+    ours.cleanup().await?;
+    theirs.cleanup().await?;
+    Ok(())
+}
+
+#[tokio::test]
 async fn deduplication_on_a_lone_root_is_stored_as_node_stores_it() -> Result<()> {
     if !node_available() {
         return Ok(());

@@ -201,3 +201,45 @@ pub async fn flow_add_refusals_write_nothing(backend: Arc<dyn Backend>, queue: &
     let _ = flows.close().await;
     c.close().await;
 }
+
+/// A flow read back node by node: the job and its children's keys, processed first, then
+/// pending; `None` for a missing job.
+pub async fn flow_read_node_lists_children(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend.clone(), queue).await;
+    let flows = backend.flow_store().await.expect("flow store");
+    ids(flows
+        .add_flow(&[
+            node(&c.keys, "root", None, true),
+            node(&c.keys, "k1", Some((&c.keys, "root")), false),
+            node(&c.keys, "k2", Some((&c.keys, "root")), false),
+        ])
+        .await
+        .expect("add_flow"));
+    let job = c.fetch_one().await;
+    assert_eq!(job.id, "k1");
+    c.complete(&job, Retention::default()).await;
+    let read = flows
+        .read_node(&c.keys, "root", 20)
+        .await
+        .expect("read_node")
+        .expect("root exists");
+    assert_eq!(read.record.id, "root");
+    assert_eq!(read.children, [c.keys.job("k1"), c.keys.job("k2")]);
+    let leaf = flows
+        .read_node(&c.keys, "k2", 20)
+        .await
+        .unwrap()
+        .expect("k2");
+    assert_eq!(
+        leaf.record.parent_key.as_deref(),
+        Some(c.keys.job("root").as_str())
+    );
+    assert!(leaf.children.is_empty());
+    assert!(flows
+        .read_node(&c.keys, "nope", 20)
+        .await
+        .unwrap()
+        .is_none());
+    let _ = flows.close().await;
+    c.close().await;
+}

@@ -56,7 +56,7 @@ pub use events::{
 };
 pub use flows_add::{
     flow_add_attaches_existing_children, flow_add_places_parents_and_children,
-    flow_add_refusals_write_nothing,
+    flow_add_refusals_write_nothing, flow_read_node_lists_children,
 };
 pub use jobs::{
     add_and_read_back, bulk_add_keeps_order, custom_id_duplicate, deduplication_ttl_expires,
@@ -104,6 +104,7 @@ macro_rules! conformance_tests {
             flow_add_places_parents_and_children,
             flow_add_attaches_existing_children,
             flow_add_refusals_write_nothing,
+            flow_read_node_lists_children,
             priorities_and_lifo_order,
             delayed_job_promoted_when_due,
             fetch_locks_and_counts_attempts,
