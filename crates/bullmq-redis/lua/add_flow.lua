@@ -3,8 +3,9 @@
   one atomic call, as Node's FlowProducer does with one MULTI of add scripts followed by one
   parent release per parent (6.7's deferred release).
 
-  KEYS: none; every key is built from the queue bases of the records (a later issue declares
-  them for Redis Cluster).
+  KEYS: 1 the first record's queue `meta` key, read by nobody: it routes the call to the slot
+  of the flow (the producer refuses a flow whose keys span slots); every key is built from the
+  queue bases of the records (declaring them all for Redis Cluster is a later issue).
   ARGV: 1 now (ms, for parents released at the end), then one record of 10 arguments per job,
         parents before their children:
         queue base (`{prefix}:{queue}:`), "1" when the job has children in this flow (it waits

@@ -2,7 +2,7 @@
 
 use bullmq_backend::flows::DependencyKind;
 use bullmq_backend::{FlowAdded, FlowNodeInsert, FlowRefusal};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::keys::{QueueKey, QueueKeys};
 use fred::prelude::{Client, Value};
 
 use super::add::{args_len, ScriptArgs};
@@ -58,7 +58,9 @@ pub async fn add_flow(client: &Client, nodes: &[FlowNodeInsert], now_ms: u64) ->
         );
     }
     let name = ADD_FLOW.name();
-    let reply: Value = ADD_FLOW.run(client, Vec::new(), args.into_values()).await?;
+    // Only to route the call to the flow's slot on a cluster (the script reads no KEYS).
+    let route = vec![nodes[0].queue.key(QueueKey::Meta)];
+    let reply: Value = ADD_FLOW.run(client, route, args.into_values()).await?;
     let items = array(name, reply)?;
     if let Some(Value::Integer(code)) = items.first() {
         return refusal(*code, items).map(FlowAdded::Refused);
