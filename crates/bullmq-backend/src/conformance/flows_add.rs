@@ -171,6 +171,15 @@ pub async fn flow_add_refusals_write_nothing(backend: Arc<dyn Backend>, queue: &
     assert_eq!(c.state("r").await, JobState::Unknown);
     assert_eq!(c.state("c").await, JobState::Unknown);
 
+    // Malformed options on a later node fail the call before the first write.
+    let mut bad = node(&c.keys, "bad", Some((&c.keys, "r2")), false);
+    bad.job.opts = "not json".into();
+    assert!(flows
+        .add_flow(&[node(&c.keys, "r2", None, true), bad])
+        .await
+        .is_err());
+    assert_eq!(c.state("r2").await, JobState::Unknown, "nothing written");
+
     ids(flows
         .add_flow(&[
             node(&c.keys, "owner", None, true),
