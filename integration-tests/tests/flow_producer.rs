@@ -608,3 +608,31 @@ async fn one_parent_with_ten_thousand_children_is_added_in_one_call() -> Result<
     ours.cleanup().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_chain_five_hundred_levels_deep_is_added_in_one_call() -> Result<()> {
+    let ours = Queues::new("fpr-deep", &["A"]);
+    let a = ours.name("A").to_owned();
+    let mut tree = FlowJob::new("leaf", a.as_str());
+    for level in 0..499 {
+        tree = FlowJob::new(format!("level-{level}"), a.as_str()).child(tree);
+    }
+    let producer = producer().await?;
+    let added = producer.add(tree).await?;
+    producer.close().await?;
+    let mut depth = 1;
+    let mut node = &added;
+    while let Some(child) = node.children.first() {
+        depth += 1;
+        node = child;
+    }
+    assert_eq!(depth, 500);
+    let raw = raw_client().await?;
+    use fred::prelude::{ClientLike, ListInterface, SortedSetsInterface};
+    let waiting: u64 = raw.llen(format!("bull:{a}:wait")).await?;
+    let parents: u64 = raw.zcard(format!("bull:{a}:waiting-children")).await?;
+    raw.quit().await?;
+    assert_eq!((waiting, parents), (1, 499));
+    ours.cleanup().await?;
+    Ok(())
+}
