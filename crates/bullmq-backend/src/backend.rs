@@ -7,6 +7,7 @@ use bullmq_protocol::keys::QueueKeys;
 
 use crate::error::BackendResult;
 use crate::events::{EventPublisher, EventStream};
+use crate::flow_store::FlowStore;
 use crate::queue::QueueStore;
 use crate::worker::WorkerStore;
 
@@ -43,4 +44,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
 
     /// Opens a publisher into `queue`'s event log.
     async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>>;
+
+    /// Opens a store that adds and reads flows across every queue of this backend (each call
+    /// names the queues it touches).
+    async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>>;
 }

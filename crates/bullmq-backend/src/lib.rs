@@ -9,6 +9,7 @@
 //! | [`QueueAdmin`] | counts, ranges, state, jobs, logs, meta, pause, drain, clean, obliterate, remove, metrics | `Queue` getters and admin, `wait_until_finished`, the autoscaler |
 //! | [`JobUpdates`] | progress, log, data of one job | `Queue`, a running job's context |
 //! | [`JobFlows`] | a flow parent's children by outcome, and their counts | `Queue`, a running job's context |
+//! | [`FlowStore`] | add a whole flow (a tree of jobs across queues) atomically, read it back node by node | `FlowProducer` |
 //! | [`JobSchedulers`] | upsert, next iteration, read, count, remove job schedulers | `Queue` scheduler API, the CLI |
 //! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work, next scheduler iteration, a running job's own moves (to waiting-children, back to wait) | the Worker, its LockManager, a running job's context |
 //! | [`EventStream`] / [`EventPublisher`] | read the event log from a cursor, publish | QueueEvents, QueueEventsProducer |
@@ -27,6 +28,7 @@
 mod backend;
 mod error;
 pub mod events;
+pub mod flow_store;
 pub mod flows;
 pub mod metrics;
 pub mod queue;
@@ -44,6 +46,7 @@ pub use backend::{Backend, WorkerStoreOptions};
 pub use bullmq_protocol::JobRecord;
 pub use error::{BackendError, BackendResult, BoxError};
 pub use events::{EventEntry, EventPublisher, EventStream};
+pub use flow_store::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowRefusal, FlowStore};
 pub use flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
 pub use metrics::{Metrics, MetricsKind, MetricsMeta};
 pub use queue::{

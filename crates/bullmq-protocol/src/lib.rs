@@ -4,7 +4,8 @@
 //! here: key names ([`keys`]), job options with BullMQ's JSON short keys ([`options`]), the job
 //! hash ([`job_record`]), the events stream ([`events`]), the zset scores ([`score`]), retry
 //! backoff ([`backoff`]), job schedulers' cron patterns ([`scheduler`]), input validation
-//! ([`validation`]) and the scripts' error codes ([`error_code`]). The crate is pure so that
+//! ([`validation`]), flow trees and their checks ([`flow`]) and the scripts' error codes
+//! ([`error_code`]). The crate is pure so that
 //! all of it is unit- and property-tested without Redis.
 //!
 //! The facts (field names, short keys, event fields, score formulas, limits and error messages)
@@ -34,6 +35,7 @@ pub mod backoff;
 pub mod error;
 pub mod error_code;
 pub mod events;
+pub mod flow;
 pub mod job_record;
 pub mod keys;
 mod lenient;

@@ -159,7 +159,7 @@ fn is_js_integer_string(s: &str) -> bool {
     }
 }
 
-fn system_now_ms() -> u64 {
+pub(crate) fn system_now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

@@ -11,7 +11,8 @@ pub mod events;
 pub mod script;
 
 pub use backend::{
-    RedisBackend, RedisEventPublisher, RedisEventStream, RedisQueueStore, RedisWorkerStore,
+    RedisBackend, RedisEventPublisher, RedisEventStream, RedisFlowStore, RedisQueueStore,
+    RedisWorkerStore,
 };
 pub use connection::{ConnectionConfig, Connections, ACCEPTED_SCHEMES};
 pub use error::{RedisError, Result};

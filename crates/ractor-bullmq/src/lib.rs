@@ -3,10 +3,12 @@
 //! Jobs live in Redis in exactly the layout Node BullMQ 6.7.0 uses, so Node producers can feed
 //! Rust workers and the other way round. Everything that touches storage goes through the
 //! backend seam of [`bullmq_backend`], so the same Queue, Worker, QueueEvents and Runtime also
-//! run on its in-memory backend (feature `memory` of that crate), e.g. in tests.
+//! run on its in-memory backend (feature `memory` of that crate), e.g. in tests. Flows — trees
+//! of jobs across queues — are added with [`flow::FlowProducer`].
 
 pub mod error;
 pub mod events;
+pub mod flow;
 pub mod job;
 pub mod job_wait;
 pub mod manager;
@@ -31,6 +33,7 @@ pub use events::{
     QueueEvent, QueueEvents, QueueEventsArgs, QueueEventsError, QueueEventsHandle,
     QueueEventsHandler, QueueEventsMsg, QueueEventsOptions, QueueEventsProducer,
 };
+pub use flow::{FlowError, FlowJob, FlowProducer, FlowProducerOptions, JobNode};
 pub use job::Job;
 pub use job_wait::{JobFinished, WaitError};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};

@@ -27,6 +27,7 @@
 mod admin;
 pub mod differential;
 mod events;
+mod flows_add;
 mod jobs;
 mod modes;
 mod schedulers;
@@ -53,6 +54,10 @@ pub use admin::{
 };
 pub use events::{
     event_log_read_from_a_cursor, event_log_trimmed_to_max_len, publish_custom_event,
+};
+pub use flows_add::{
+    flow_add_attaches_existing_children, flow_add_places_parents_and_children,
+    flow_add_refusals_write_nothing, flow_read_node_lists_children,
 };
 pub use jobs::{
     add_and_read_back, bulk_add_keeps_order, custom_id_duplicate, deduplication_ttl_expires,
@@ -101,6 +106,10 @@ macro_rules! conformance_tests {
             retry_placement,
             retention_by_age,
             flow_children_block_parent_completion,
+            flow_add_places_parents_and_children,
+            flow_add_attaches_existing_children,
+            flow_add_refusals_write_nothing,
+            flow_read_node_lists_children,
             priorities_and_lifo_order,
             delayed_job_promoted_when_due,
             fetch_locks_and_counts_attempts,

@@ -63,7 +63,7 @@ pub(crate) fn add_jobs(
     Ok(results)
 }
 
-fn add_one(
+pub(crate) fn add_one(
     queues: &mut Queues,
     base: &str,
     job: &NewJob,

@@ -68,6 +68,7 @@ mod events;
 mod fetch;
 mod finish;
 mod flow;
+mod flow_add;
 mod locks;
 mod queue_state;
 mod schedulers;
@@ -87,6 +88,7 @@ use bullmq_protocol::keys::QueueKeys;
 use crate::backend::{Backend, WorkerStoreOptions};
 use crate::error::BackendResult;
 use crate::events::{EventPublisher, EventStream};
+use crate::flow_store::FlowStore;
 use crate::queue::QueueStore;
 use crate::worker::WorkerStore;
 use queue_state::{QueueState, Signals};
@@ -182,6 +184,13 @@ impl Backend for MemoryBackend {
         Ok(Arc::new(events::MemoryEventPublisher {
             world: self.world.clone(),
             base: queue.base().to_owned(),
+            closed: AtomicBool::new(false),
+        }))
+    }
+
+    async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>> {
+        Ok(Arc::new(flow_add::MemoryFlowStore {
+            world: self.world.clone(),
             closed: AtomicBool::new(false),
         }))
     }

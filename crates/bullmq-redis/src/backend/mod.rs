@@ -7,6 +7,7 @@
 //! our workers.
 
 mod event_stream;
+mod flow_store;
 mod queue_store;
 mod worker_store;
 
@@ -14,12 +15,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    Backend, BackendError, BackendResult, EventPublisher, EventStream, QueueStore, WorkerStore,
-    WorkerStoreOptions,
+    Backend, BackendError, BackendResult, EventPublisher, EventStream, FlowStore, QueueStore,
+    WorkerStore, WorkerStoreOptions,
 };
 use bullmq_protocol::keys::QueueKeys;
 
 pub use event_stream::{RedisEventPublisher, RedisEventStream};
+pub use flow_store::RedisFlowStore;
 pub use queue_store::RedisQueueStore;
 pub use worker_store::RedisWorkerStore;
 
@@ -87,5 +89,9 @@ impl Backend for RedisBackend {
         Ok(Arc::new(
             RedisEventPublisher::connect(&self.config, queue).await?,
         ))
+    }
+
+    async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>> {
+        Ok(Arc::new(RedisFlowStore::connect(&self.config).await?))
     }
 }

@@ -17,7 +17,7 @@ const PARENT_MISSING: i64 = -5;
 pub use bullmq_backend::{AddResult, NewJob, ParentLink};
 
 /// Bytes [`ScriptArgs::push_job`] writes for a job, timestamp aside.
-fn args_len(job: &NewJob) -> usize {
+pub(super) fn args_len(job: &NewJob) -> usize {
     let parent = job.parent.as_ref();
     job.custom_id.as_ref().map_or(0, String::len)
         + job.name.len()
@@ -34,27 +34,27 @@ fn args_len(job: &NewJob) -> usize {
 /// Script arguments written into one buffer, each argument a slice of it: building them costs
 /// one allocation for the whole call instead of one per argument, and the copy the script
 /// runner keeps for a `NOSCRIPT` retry only bumps the buffer's reference count.
-struct ScriptArgs {
+pub(super) struct ScriptArgs {
     buf: BytesMut,
     ranges: Vec<Range<usize>>,
 }
 
 impl ScriptArgs {
     /// Room for `args` arguments of `bytes` bytes in total.
-    fn with_capacity(args: usize, bytes: usize) -> Self {
+    pub(super) fn with_capacity(args: usize, bytes: usize) -> Self {
         Self {
             buf: BytesMut::with_capacity(bytes),
             ranges: Vec::with_capacity(args),
         }
     }
 
-    fn push(&mut self, arg: &str) {
+    pub(super) fn push(&mut self, arg: &str) {
         let start = self.buf.len();
         self.buf.extend_from_slice(arg.as_bytes());
         self.ranges.push(start..self.buf.len());
     }
 
-    fn push_u64(&mut self, arg: u64) {
+    pub(super) fn push_u64(&mut self, arg: u64) {
         let start = self.buf.len();
         // Writing into a BytesMut cannot fail.
         let _ = write!(self.buf, "{arg}");
@@ -95,7 +95,7 @@ impl ScriptArgs {
         }
     }
 
-    fn into_values(self) -> Vec<Value> {
+    pub(super) fn into_values(self) -> Vec<Value> {
         let buf: Bytes = self.buf.freeze();
         self.ranges
             .into_iter()

@@ -8,6 +8,7 @@
 
 mod add;
 mod admin;
+mod flow_add;
 mod flows;
 mod getters;
 mod reads;
@@ -21,6 +22,7 @@ pub use admin::{
     clean, drain, is_paused, obliterate, obliterate_batch, pause, remove_job, resume,
     ObliterateStep, RemoveOutcome,
 };
+pub use flow_add::{add_flow, flow_children};
 pub use flows::{get_dependencies, get_dependencies_page, get_dependency_counts};
 pub use getters::{
     get_counts, get_job_hash, get_job_logs, get_meta, get_ranges, get_state, set_meta,

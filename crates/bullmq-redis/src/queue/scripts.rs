@@ -14,6 +14,11 @@ lua_script!(pub(crate) static ADD_JOBS_BULK = "add_jobs_bulk":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
     "includes/enqueue.lua", "includes/job_keys.lua", "includes/deduplicate.lua",
     "includes/add_job_core.lua", "add_jobs_bulk.lua");
+lua_script!(pub(crate) static ADD_FLOW = "add_flow":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "includes/job_keys.lua", "includes/deduplicate.lua",
+    "includes/add_job_core.lua", "includes/worker_common.lua", "includes/worker_flow.lua",
+    "add_flow.lua");
 lua_script!(pub(crate) static PAUSE = "pause":
     "includes/scores.lua", "includes/events.lua", "includes/markers.lua", "pause.lua");
 lua_script!(pub(crate) static GET_COUNTS = "get_counts": "get_counts.lua");

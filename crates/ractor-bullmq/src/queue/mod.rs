@@ -18,7 +18,7 @@
 //! # Ok(()) }
 //! ```
 
-mod add;
+pub(crate) mod add;
 mod flows;
 mod metrics;
 mod options;

@@ -12,7 +12,9 @@
 //! recovered), `bullmq.store.wait_for_job` (queue), `bullmq.store.update_progress`,
 //! `bullmq.store.add_log`, `bullmq.store.update_data`, `bullmq.store.get_dependencies`,
 //! `bullmq.store.get_dependency_counts`, `bullmq.store.schedule_next_iteration`,
-//! `bullmq.store.move_to_waiting_children`, `bullmq.store.move_to_wait` (queue, job_id).
+//! `bullmq.store.move_to_waiting_children`, `bullmq.store.move_to_wait` (queue, job_id);
+//! for a [`bullmq_backend::FlowStore`], `bullmq.store.add_flow` (queue of the first node, jobs)
+//! and `bullmq.store.read_flow_node` (queue, job_id).
 
 mod traced;
 

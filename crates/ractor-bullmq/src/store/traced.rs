@@ -4,6 +4,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bullmq_backend::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore};
+use bullmq_protocol::keys::QueueKeys;
 use tracing::{Instrument, Span};
 
 use super::{
@@ -269,5 +271,43 @@ impl<S: Store> JobUpdates for Traced<S> {
             job_id
         );
         in_span(span, self.0.update_data(job_id, data), |_, _| {}).await
+    }
+}
+
+#[async_trait]
+impl<S: FlowStore> FlowStore for Traced<S> {
+    async fn add_flow(&self, nodes: &[FlowNodeInsert]) -> StoreResult<FlowAdded> {
+        let queue = nodes.first().map_or("", |n| n.queue.name());
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.add_flow",
+            queue,
+            jobs = nodes.len()
+        );
+        in_span(span, self.0.add_flow(nodes), |_, _| {}).await
+    }
+
+    async fn read_node(
+        &self,
+        queue: &QueueKeys,
+        job_id: &str,
+        max_children: u64,
+    ) -> StoreResult<Option<FlowNodeRead>> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.read_flow_node",
+            queue.name(),
+            job_id
+        );
+        in_span(
+            span,
+            self.0.read_node(queue, job_id, max_children),
+            |_, _| {},
+        )
+        .await
+    }
+
+    async fn close(&self) -> StoreResult<()> {
+        self.0.close().await
     }
 }

@@ -16,6 +16,9 @@
 //! |---|---|---|---|
 //! | `bullmq.queue.add` | INFO | `queue`, `job.id` (recorded once known), `job.name` | [`add_span`] |
 //! | `bullmq.queue.add_bulk` | INFO | `queue`, `count` | [`add_bulk_span`] |
+//! | `bullmq.flow.add` | INFO | `queue` (the root's), `job.id` (the root's, once known), `job.name`, `count` (jobs) | [`flow_add_span`] |
+//! | `bullmq.flow.add_bulk` | INFO | `count` (flows), `jobs` | [`flow_add_bulk_span`] |
+//! | `bullmq.flow.get_flow` | DEBUG | `queue`, `job.id` | [`flow_get_span`] |
 //! | `bullmq.worker.process` | INFO | `queue`, `job.id`, `job.name`, `attempt`, `worker`, `otel.kind` = `consumer` | [`process_span`] |
 //! | `bullmq.store.fetch_batch` | DEBUG | `queue`, `requested`, `fetched` | the traced `Store` |
 //! | `bullmq.store.finish_batch` | DEBUG | `queue`, `finished`, `requested`, `fetched` | the traced `Store` |
@@ -26,6 +29,8 @@
 //! | `bullmq.store.get_dependencies`, `.get_dependency_counts` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.schedule_next_iteration` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.move_to_waiting_children`, `.move_to_wait` | DEBUG | `queue`, `job_id` | the traced `Store` |
+//! | `bullmq.store.add_flow` | DEBUG | `queue` (the first node's), `jobs` | the traced `FlowStore` |
+//! | `bullmq.store.read_flow_node` | DEBUG | `queue`, `job_id` | the traced `FlowStore` |
 //!
 //! Every `bullmq.store.*` span also has an `error` field recorded when the call fails. The
 //! `bullmq.queue.add` span carries `otel.kind` = `producer`, so with `tracing-opentelemetry`
@@ -132,4 +137,7 @@ pub use events::{
 pub use finish::{job_finished, AttemptEnd};
 pub use names::{event_names, metric_names, span_names, TARGET};
 pub use recorder::describe_metrics;
-pub use spans::{add_bulk_span, add_span, process_span, propagation_metadata, record_job_id};
+pub use spans::{
+    add_bulk_span, add_span, flow_add_bulk_span, flow_add_span, flow_get_span, process_span,
+    propagation_metadata, record_job_id,
+};

@@ -11,6 +11,12 @@ pub mod span_names {
     pub const QUEUE_ADD: &str = "bullmq.queue.add";
     /// Adding jobs in bulk (`Queue::add_bulk`).
     pub const QUEUE_ADD_BULK: &str = "bullmq.queue.add_bulk";
+    /// Adding one flow (`FlowProducer::add`).
+    pub const FLOW_ADD: &str = "bullmq.flow.add";
+    /// Adding flows in bulk (`FlowProducer::add_bulk`).
+    pub const FLOW_ADD_BULK: &str = "bullmq.flow.add_bulk";
+    /// Reading a flow (`FlowProducer::get_flow`).
+    pub const FLOW_GET: &str = "bullmq.flow.get_flow";
     /// One attempt of one job in a worker.
     pub const WORKER_PROCESS: &str = "bullmq.worker.process";
     /// Prefix of the spans around every Redis call of a worker's store.

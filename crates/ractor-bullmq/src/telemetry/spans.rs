@@ -21,6 +21,24 @@ pub fn add_bulk_span(queue: &str, count: usize) -> Span {
         otel.kind = "producer")
 }
 
+/// The `bullmq.flow.add` span (PRODUCER with OpenTelemetry) around adding one flow of `count`
+/// jobs whose root is `job_name` in `queue`; `job.id` (the root's) is recorded once known.
+pub fn flow_add_span(queue: &str, job_name: &str, count: usize) -> Span {
+    tracing::info_span!(target: "bullmq", "bullmq.flow.add", queue, job.id = Empty,
+        job.name = job_name, count, otel.kind = "producer")
+}
+
+/// The `bullmq.flow.add_bulk` span around adding `count` flows of `jobs` jobs in all.
+pub fn flow_add_bulk_span(count: usize, jobs: usize) -> Span {
+    tracing::info_span!(target: "bullmq", "bullmq.flow.add_bulk", count, jobs,
+        otel.kind = "producer")
+}
+
+/// The `bullmq.flow.get_flow` span around reading the flow rooted at `job_id` of `queue`.
+pub fn flow_get_span(queue: &str, job_id: &str) -> Span {
+    tracing::debug_span!(target: "bullmq", "bullmq.flow.get_flow", queue, job.id = job_id)
+}
+
 /// Records the job id on a span from [`add_span`] once the job is written.
 pub fn record_job_id(span: &Span, job_id: &str) {
     span.record("job.id", job_id);

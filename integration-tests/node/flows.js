@@ -1,0 +1,57 @@
+'use strict';
+// Adds and reads flows with Node BullMQ's FlowProducer.
+//
+// Args: {op: "add" | "addBulk" | "getFlow", prefix?,
+//        flow?: FlowJob (add), queuesOptions?: {queue: JobsOptions} (add), flows?: [FlowJob] (addBulk),
+//        id?, queueName?, depth?, maxChildren? (getFlow)}
+// Output: add / addBulk: {tree} / {trees}, each node {id, name, queueName, children: [...]},
+//         or {error, code} when the FlowProducer threw;
+//         getFlow: {tree} with each node {id, name, queueName, data, opts, parentKey, children}
+//         (null when absent).
+
+const { FlowProducer } = require('bullmq');
+const { connectionOptions, run } = require('./lib');
+
+function shape(node, full) {
+  if (!node) return null;
+  const job = node.job;
+  const out = { id: job.id, name: job.name, queueName: job.queueName };
+  if (full) {
+    out.data = job.data;
+    out.opts = job.opts;
+    out.parentKey = job.parentKey === undefined ? null : job.parentKey;
+  }
+  out.children = (node.children || []).map(child => shape(child, full));
+  return out;
+}
+
+run(async args => {
+  const producer = new FlowProducer({ connection: connectionOptions(), prefix: args.prefix || 'bull' });
+  try {
+    if (args.op === 'add') {
+      const opts = args.queuesOptions ? { queuesOptions: args.queuesOptions } : undefined;
+      try {
+        return { tree: shape(await producer.add(args.flow, opts), false) };
+      } catch (err) {
+        return { error: err.message, code: err.code === undefined ? null : err.code };
+      }
+    }
+    if (args.op === 'addBulk') {
+      try {
+        const trees = await producer.addBulk(args.flows);
+        return { trees: trees.map(tree => shape(tree, false)) };
+      } catch (err) {
+        return { error: err.message, code: err.code === undefined ? null : err.code };
+      }
+    }
+    if (args.op === 'getFlow') {
+      const opts = { id: args.id, queueName: args.queueName };
+      if (args.depth !== undefined) opts.depth = args.depth;
+      if (args.maxChildren !== undefined) opts.maxChildren = args.maxChildren;
+      return { tree: shape(await producer.getFlow(opts), true) };
+    }
+    throw new Error(`unknown op ${args.op}`);
+  } finally {
+    await producer.close();
+  }
+});
