@@ -15,3 +15,8 @@ pub struct WorkersGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/recipes/step-jobs.md")]
 pub struct StepJobsRecipe;
+
+/// `docs/guides/flows.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/flows.md")]
+pub struct FlowsGuide;
