@@ -44,6 +44,5 @@ pub use telemetry::{Metrics, MetricsKind};
 pub use worker::{
     DelayedError, JobContext, ManualError, ManualJob, ManualWorker, RateLimitError,
     SupervisedWorker, UnrecoverableError, WaitingChildrenError, WaitingError, Worker, WorkerArgs,
-    WorkerCallbacks, WorkerHandle,
-    WorkerOptions,
+    WorkerCallbacks, WorkerHandle, WorkerOptions,
 };
