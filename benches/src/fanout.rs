@@ -68,10 +68,7 @@ pub(crate) struct FanoutMeasurement {
 
 impl FanoutMeasurement {
     fn print_json_line(&self) {
-        match serde_json::to_string(self) {
-            Ok(line) => println!("{line}"),
-            Err(error) => eprintln!("could not serialise a measurement: {error}"),
-        }
+        crate::report::print_json_line(self);
     }
 }
 

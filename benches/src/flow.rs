@@ -10,8 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use bullmq_redis::fred::prelude::{Client, ClientLike};
-use bullmq_redis::fred::types::{ClusterHash, CustomCommand, Value as RedisValue};
+use bullmq_redis::fred::prelude::Client;
 use ractor_bullmq::flow::{FlowJob, FlowProducer, FlowProducerOptions};
 use ractor_bullmq::protocol::state::JobState;
 use ractor_bullmq::worker::{Job, JobContext, Worker, WorkerArgs, WorkerCallbacks};
@@ -20,8 +19,8 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::redis_stats;
 use crate::worker::{payload, queue_name, worker_options};
+use crate::{redis_stats, report};
 
 /// Worker slots while draining the flow.
 const CONCURRENCY: usize = 100;
@@ -43,15 +42,6 @@ pub(crate) struct FlowMeasurement {
     pub(crate) parent_completions: u64,
 }
 
-impl FlowMeasurement {
-    fn print_json_line(&self) {
-        match serde_json::to_string(self) {
-            Ok(line) => println!("{line}"),
-            Err(error) => eprintln!("could not serialise a measurement: {error}"),
-        }
-    }
-}
-
 /// Runs the scenario for us, then for Node when asked.
 pub(crate) async fn run(
     connection: &ConnectionConfig,
@@ -61,10 +51,10 @@ pub(crate) async fn run(
     redis_url: &str,
 ) -> Result<Vec<FlowMeasurement>> {
     let mut results = vec![run_ours(connection, admin, children).await?];
-    results[0].print_json_line();
+    report::print_json_line(&results[0]);
     if with_node {
         let node = run_node(connection, admin, children, redis_url).await?;
-        node.print_json_line();
+        report::print_json_line(&node);
         results.push(node);
     }
     Ok(results)
@@ -85,7 +75,7 @@ async fn run_ours(
     let add_seconds = started.elapsed().as_secs_f64();
     producer.close().await?;
     let parent_id = added.job.id().to_string();
-    let redis_bytes = queue_bytes(admin, &name).await?;
+    let redis_bytes = redis_stats::queue_bytes(admin, "bull", &name).await?;
 
     let done = Arc::new(AtomicU64::new(0));
     let parents = Arc::new(AtomicU64::new(0));
@@ -159,7 +149,7 @@ async fn run_node(
         redis_url,
     )
     .await?;
-    let redis_bytes = queue_bytes(admin, &name).await?;
+    let redis_bytes = redis_stats::queue_bytes(admin, "bull", &name).await?;
     let processed = crate::node::run(
         "flow.js",
         &json!({"mode": "process", "queue": name, "jobs": children + 1, "concurrency": CONCURRENCY}),
@@ -183,52 +173,6 @@ async fn run_node(
         process_seconds: processed["seconds"].as_f64().unwrap_or(f64::NAN),
         parent_completions: processed["parentCompletions"].as_u64().unwrap_or(0),
     })
-}
-
-/// The bytes `MEMORY USAGE` reports for every key of `bull:{queue}:` (SCAN, then one call per
-/// key), so both sides' flows are measured the same way whatever else the server holds.
-async fn queue_bytes(client: &Client, queue: &str) -> Result<u64> {
-    let pattern = format!("bull:{queue}:*");
-    let mut cursor = "0".to_string();
-    let mut bytes = 0;
-    loop {
-        let reply: RedisValue = client
-            .custom(
-                CustomCommand::new_static("SCAN", ClusterHash::Random, false),
-                vec![
-                    cursor.clone(),
-                    "MATCH".into(),
-                    pattern.clone(),
-                    "COUNT".into(),
-                    "2000".into(),
-                ],
-            )
-            .await
-            .context("SCAN")?;
-        let RedisValue::Array(mut parts) = reply else {
-            anyhow::bail!("unexpected SCAN reply");
-        };
-        let keys = parts.pop().unwrap_or(RedisValue::Null);
-        cursor = parts
-            .pop()
-            .and_then(|c| c.as_string())
-            .unwrap_or_else(|| "0".to_string());
-        if let RedisValue::Array(keys) = keys {
-            for key in keys.into_iter().filter_map(|k| k.as_string()) {
-                let used: Option<u64> = client
-                    .custom(
-                        CustomCommand::new_static("MEMORY", ClusterHash::Random, false),
-                        vec!["USAGE".to_string(), key, "SAMPLES".into(), "0".into()],
-                    )
-                    .await
-                    .context("MEMORY USAGE")?;
-                bytes += used.unwrap_or(0);
-            }
-        }
-        if cursor == "0" {
-            return Ok(bytes);
-        }
-    }
 }
 
 /// A markdown table: one row per side.

@@ -19,12 +19,20 @@ pub(crate) async fn server_cpu_seconds(client: &Client) -> Result<f64> {
     Ok(total)
 }
 
-/// Deletes every key under `{prefix}:{queue}:` with SCAN + UNLINK (100k-job queues are too big
-/// for one `KEYS`).
-pub(crate) async fn delete_queue(client: &Client, prefix: &str, queue: &str) -> Result<u64> {
+/// Calls `each` with every batch of keys under `{prefix}:{queue}:` that SCAN returns
+/// (100k-job queues are too big for one `KEYS`).
+pub(crate) async fn for_each_queue_key_batch<F, Fut>(
+    client: &Client,
+    prefix: &str,
+    queue: &str,
+    mut each: F,
+) -> Result<()>
+where
+    F: FnMut(Vec<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
     let pattern = format!("{prefix}:{queue}:*");
     let mut cursor = "0".to_string();
-    let mut deleted = 0;
     loop {
         let reply: Value = client
             .custom(
@@ -50,14 +58,51 @@ pub(crate) async fn delete_queue(client: &Client, prefix: &str, queue: &str) -> 
         if let Value::Array(keys) = keys {
             let keys: Vec<String> = keys.into_iter().filter_map(|k| k.as_string()).collect();
             if !keys.is_empty() {
-                let n: u64 = client.unlink(keys).await.context("UNLINK")?;
-                deleted += n;
+                each(keys).await?;
             }
         }
         if cursor == "0" {
-            return Ok(deleted);
+            return Ok(());
         }
     }
+}
+
+/// Deletes every key under `{prefix}:{queue}:` with SCAN + UNLINK.
+pub(crate) async fn delete_queue(client: &Client, prefix: &str, queue: &str) -> Result<u64> {
+    let deleted = std::cell::Cell::new(0);
+    for_each_queue_key_batch(client, prefix, queue, |keys| {
+        let deleted = &deleted;
+        async move {
+            let n: u64 = client.unlink(keys).await.context("UNLINK")?;
+            deleted.set(deleted.get() + n);
+            Ok(())
+        }
+    })
+    .await?;
+    Ok(deleted.get())
+}
+
+/// The bytes `MEMORY USAGE` reports for every key under `{prefix}:{queue}:` (one call per key).
+pub(crate) async fn queue_bytes(client: &Client, prefix: &str, queue: &str) -> Result<u64> {
+    let bytes = std::cell::Cell::new(0);
+    for_each_queue_key_batch(client, prefix, queue, |keys| {
+        let bytes = &bytes;
+        async move {
+            for key in keys {
+                let used: Option<u64> = client
+                    .custom(
+                        CustomCommand::new_static("MEMORY", ClusterHash::Random, false),
+                        vec!["USAGE".into(), key, "SAMPLES".into(), "0".into()],
+                    )
+                    .await
+                    .context("MEMORY USAGE")?;
+                bytes.set(bytes.get() + used.unwrap_or(0));
+            }
+            Ok(())
+        }
+    })
+    .await?;
+    Ok(bytes.get())
 }
 
 /// Jobs in `{prefix}:{queue}:wait`, to check a producer scenario added everything.

@@ -25,6 +25,14 @@ pub(crate) struct Measurement {
     pub(crate) add_p99_ms: Option<f64>,
 }
 
+/// Prints any measurement as one JSON line on stdout.
+pub(crate) fn print_json_line(measurement: &impl Serialize) {
+    match serde_json::to_string(measurement) {
+        Ok(line) => println!("{line}"),
+        Err(error) => eprintln!("could not serialise a measurement: {error}"),
+    }
+}
+
 /// The `q`-quantile (0..=1) of `samples`, sorted in place; `None` when empty.
 pub(crate) fn quantile(samples: &mut [f64], q: f64) -> Option<f64> {
     if samples.is_empty() {
@@ -38,10 +46,7 @@ pub(crate) fn quantile(samples: &mut [f64], q: f64) -> Option<f64> {
 impl Measurement {
     /// Prints the measurement as one JSON line on stdout.
     pub(crate) fn print_json_line(&self) {
-        match serde_json::to_string(self) {
-            Ok(line) => println!("{line}"),
-            Err(error) => eprintln!("could not serialise a measurement: {error}"),
-        }
+        print_json_line(self);
     }
 }
 

@@ -88,10 +88,7 @@ impl WorkerMeasurement {
 
     /// Prints the measurement as one JSON line on stdout.
     pub(crate) fn print_json_line(&self) {
-        match serde_json::to_string(self) {
-            Ok(line) => println!("{line}"),
-            Err(error) => eprintln!("could not serialise a measurement: {error}"),
-        }
+        crate::report::print_json_line(self);
     }
 }
 
