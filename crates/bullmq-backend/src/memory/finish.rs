@@ -230,28 +230,7 @@ fn finish_one(
                 value: 9_007_199_254_740_991,
                 expires_at: Some(now.saturating_add(ttl_ms)),
             });
-            let priority = q.int_field(id, "priority");
-            if priority > 0 {
-                // Counter 0: ahead of every job of the same priority.
-                q.prioritized.add(
-                    bullmq_protocol::score::priority_score(
-                        u32::try_from(priority).unwrap_or(u32::MAX),
-                        0,
-                    ),
-                    id,
-                );
-            } else {
-                let gated = q.paused_or_maxed();
-                q.wait.push_back(id.to_owned());
-                if !gated {
-                    q.signal_ready();
-                }
-            }
-            q.emit(
-                now,
-                "waiting",
-                &[("jobId", id.to_owned()), ("prev", "active".into())],
-            );
+            q.back_to_wait_from_active(id, now);
             Outcome::Code(FinishCode::Ok)
         }
     }

@@ -244,6 +244,34 @@ impl QueueState {
             .and_then(|c| c.trim().parse().ok())
     }
 
+    /// Puts a job just taken out of `active` back in line without counting an attempt (a
+    /// rate-limited job, a step job's `move_to_wait`): into `prioritized` with counter 0,
+    /// ahead of every job of its priority (no marker, as Node's script), or at the end of
+    /// `wait` (signalled unless the queue is paused or maxed); emits `waiting` (prev `active`).
+    pub(crate) fn back_to_wait_from_active(&mut self, id: &str, now: u64) {
+        let priority = self.int_field(id, "priority");
+        if priority > 0 {
+            self.prioritized.add(
+                bullmq_protocol::score::priority_score(
+                    u32::try_from(priority).unwrap_or(u32::MAX),
+                    0,
+                ),
+                id,
+            );
+        } else {
+            let gated = self.paused_or_maxed();
+            self.wait.push_back(id.to_owned());
+            if !gated {
+                self.signal_ready();
+            }
+        }
+        self.emit(
+            now,
+            "waiting",
+            &[("jobId", id.to_owned()), ("prev", "active".into())],
+        );
+    }
+
     /// Paused, or at its global concurrency: no worker is woken for a new job.
     pub(crate) fn paused_or_maxed(&self) -> bool {
         self.is_paused()

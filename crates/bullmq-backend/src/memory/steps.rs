@@ -85,25 +85,7 @@ pub(crate) fn move_to_wait(
     if let Some(at) = q.active.iter().position(|a| a == id) {
         q.active.remove(at);
     }
-    let priority = q.int_field(id, "priority");
-    if priority > 0 {
-        // Counter 0, and no marker: as Node's script.
-        q.prioritized.add(
-            bullmq_protocol::score::priority_score(u32::try_from(priority).unwrap_or(u32::MAX), 0),
-            id,
-        );
-    } else {
-        let gated = q.paused_or_maxed();
-        q.wait.push_back(id.to_owned());
-        if !gated {
-            q.signal_ready();
-        }
-    }
-    q.emit(
-        now,
-        "waiting",
-        &[("jobId", id.to_owned()), ("prev", "active".into())],
-    );
+    q.back_to_wait_from_active(id, now);
     let limited_ms = match &q.limiter {
         Some(l) if l.live(now) => l.expires_at.map_or(0, |at| at.saturating_sub(now)),
         _ => 0,
