@@ -86,11 +86,14 @@ async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
         .expect("channel closed")
 }
 
+/// What a processor saw of its cancellation: the reason and the message.
+type Seen = Arc<Mutex<Vec<(Option<CancelReason>, Option<String>)>>>;
+
 /// A processor that says it started, then returns an error once its token fires, with the
 /// cancel reason and message it saw.
 fn honouring(
     started: mpsc::UnboundedSender<String>,
-    seen: Arc<Mutex<Vec<(Option<CancelReason>, Option<String>)>>>,
+    seen: Seen,
 ) -> impl ractor_bullmq::worker::Processor {
     move |job: Job, ctx: JobContext| {
         let started = started.clone();
