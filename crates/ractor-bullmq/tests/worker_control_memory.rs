@@ -400,3 +400,30 @@ async fn lifecycle_callbacks_fire_once_each_in_order() {
         vec!["ready", "paused", "resumed", "closing", "closed"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_close_during_the_grace_drops_the_processor_at_once_and_records_nothing() {
+    let f = Fixture::new("cancel-then-force").await;
+    let id = f.add("job", "{}").await;
+    let (tx, mut started) = mpsc::unbounded_channel();
+    let worker = f
+        .spawn(
+            ignoring(tx),
+            // A grace far longer than the test's patience: only the hard cancel can end it.
+            options().cancel_grace(Duration::from_secs(3600)),
+            WorkerCallbacks::new(),
+        )
+        .await;
+    assert_eq!(next(&mut started).await, id);
+    assert!(worker.cancel_job(&id, Some("soft")).await.unwrap());
+    let report = tokio::time::timeout(LONG, worker.close_force())
+        .await
+        .expect("the forced close did not wait for the grace")
+        .unwrap();
+    assert_eq!(report.left_for_stalled_recovery, vec![id.clone()]);
+    assert_eq!(
+        f.queue.job_end(&id).await.unwrap(),
+        JobEnd::Unfinished,
+        "left to stalled recovery, not failed with the soft reason"
+    );
+}
