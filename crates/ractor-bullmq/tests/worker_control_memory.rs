@@ -427,3 +427,33 @@ async fn a_forced_close_during_the_grace_drops_the_processor_at_once_and_records
         "left to stalled recovery, not failed with the soft reason"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_and_timeouts_behave_the_same_on_job_actors() {
+    use ractor_bullmq::worker::JobRunner;
+    let f = Fixture::new("cancel-actor").await;
+    let cancelled = f.add("job", "{}").await;
+    let timed = f.add("slow", "{}").await;
+    let (tx, mut started) = mpsc::unbounded_channel();
+    let worker = f
+        .spawn(
+            ignoring(tx),
+            options()
+                .concurrency(2)
+                .job_runner(JobRunner::Actor)
+                .job_timeout_for("slow", Duration::from_millis(200))
+                .cancel_grace(Duration::from_millis(100)),
+            WorkerCallbacks::new(),
+        )
+        .await;
+    next(&mut started).await;
+    next(&mut started).await;
+    assert!(worker.cancel_job(&cancelled, Some("stop")).await.unwrap());
+    assert_eq!(f.end(&cancelled).await, JobEnd::Failed(Some("stop".into())));
+    assert_eq!(
+        f.end(&timed).await,
+        JobEnd::Failed(Some("job timed out after 200 ms".into()))
+    );
+    assert_eq!(worker.active_count().await.unwrap(), 0);
+    worker.close().await.unwrap();
+}
