@@ -2,7 +2,8 @@
 //!
 //! Spawned linked to its Worker, one per job. It runs the processor once, catching a panic
 //! into a failure with the panic message, and racing it against the job's cancellation token
-//! (lock lost or force close: the processor's future is dropped). It then reports how the run
+//! (lock lost or force close: the processor's future is dropped at once; `cancel_job` or the
+//! attempt's timeout: after the worker's `cancel_grace`). It then reports how the run
 //! [`Ended`] to the Worker and stops. If the actor itself dies without reporting, the Worker's
 //! supervision handler records the job as panicked, so the job is never forgotten.
 
