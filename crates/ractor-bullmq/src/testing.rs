@@ -40,7 +40,7 @@ use crate::store::{
     FetchRequest, Fetched, Finish, FinishReply, JobUpdates, StalledReport, Store, StoreError,
     StoreResult,
 };
-use crate::worker::{classify, run_job, JobContext, Processor, WorkerCallbacks};
+use crate::worker::{classify, run_job, AttemptLimits, JobContext, Processor, WorkerCallbacks};
 
 pub use crate::worker::JobOutcome;
 pub use crate::Job;
@@ -212,10 +212,12 @@ pub async fn run_processor(processor: impl Processor, job: impl Into<Job>) -> Te
         store.clone(),
         WorkerCallbacks::new(),
         Arc::from("test-worker"),
+        AttemptLimits::default(),
     );
     let reason_source = context.clone();
     let ended = run_job(job, context, Arc::new(processor)).await;
-    let outcome = classify(ended, reason_source.cancel_reason(), reason_source.moved());
+    let cancellation = reason_source.cancellation();
+    let outcome = classify(ended, cancellation.as_ref(), reason_source.moved());
     let recorded = store.take();
     TestRun {
         outcome,

@@ -220,6 +220,8 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
     telemetry::queue_resumed("s");
     telemetry::queue_drained("s");
     telemetry::worker_queue_empty("s", "s#1");
+    telemetry::job_cancelled(&job, "timed_out", "job timed out after 200 ms");
+    telemetry::worker_concurrency_changed("s", "s#1", 4);
     telemetry::worker_stopped("s", "s#1", Duration::from_secs(1));
     telemetry::connection_lost("s", "worker", &"connection refused");
     telemetry::connection_restored("s", "worker", Duration::from_millis(1500));
@@ -227,6 +229,18 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
     assert_eq!(lost.level, Level::WARN);
     assert_eq!(lost.field("component"), Some("worker"));
     assert_eq!(lost.field("error"), Some("connection refused"));
+    let cancelled = events.first(ev::JOB_CANCELLED).expect("job cancelled");
+    assert_eq!(cancelled.level, Level::INFO);
+    assert_eq!(cancelled.field("cause"), Some("timed_out"));
+    assert_eq!(
+        cancelled.field("reason"),
+        Some("job timed out after 200 ms")
+    );
+    assert_eq!(cancelled.field("job.id"), Some("1"));
+    let changed = events
+        .first(ev::WORKER_CONCURRENCY_CHANGED)
+        .expect("concurrency changed");
+    assert_eq!(changed.field("concurrency"), Some("4"));
     let restored = events.first(ev::CONNECTION_RESTORED).expect("restored");
     assert_eq!(restored.field("downtime_ms"), Some("1500"));
 

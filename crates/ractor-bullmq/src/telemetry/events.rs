@@ -233,6 +233,22 @@ pub fn job_progress(job: &JobTelemetry<'_>, progress: &serde_json::Value) {
         worker = job.worker, progress = %progress, "job progress");
 }
 
+/// A running job's token was cancelled: `cause` is `requested` (`WorkerHandle::cancel_job` /
+/// `cancel_all_jobs`) or `timed_out` (its timeout), `reason` the `failedReason` the attempt
+/// fails with (`bullmq.job.cancelled`, INFO).
+pub fn job_cancelled(job: &JobTelemetry<'_>, cause: &str, reason: &str) {
+    tracing::event!(target: TARGET, Level::INFO, event = ev::JOB_CANCELLED, queue = job.queue,
+        job.id = job.job_id, job.name = job.job_name, attempt = job.attempt,
+        worker = job.worker, cause, reason, "job cancelled");
+}
+
+/// A worker's concurrency was set to `concurrency` at run time
+/// (`bullmq.worker.concurrency_changed`, INFO).
+pub fn worker_concurrency_changed(queue: &str, worker: &str, concurrency: usize) {
+    tracing::event!(target: TARGET, Level::INFO, event = ev::WORKER_CONCURRENCY_CHANGED, queue,
+        worker, concurrency, "worker concurrency changed");
+}
+
 /// A worker started consuming `queue` with `concurrency` slots (`bullmq.worker.started`;
 /// gauge `bullmq_workers` +1). Pair it with [`worker_stopped`].
 pub fn worker_started(queue: &str, worker: &str, concurrency: usize) {

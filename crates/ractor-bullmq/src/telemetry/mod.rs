@@ -51,8 +51,10 @@
 //! | `bullmq.job.retried` | INFO | job fields, `duration_ms`, `delay_ms`, `error` | [`job_retried`] | `bullmq_jobs_retried_total`, `bullmq_job_duration_seconds{status="retried"}` |
 //! | `bullmq.job.progress` | TRACE | job fields, `progress` (JSON) | [`job_progress`] | — |
 //! | `bullmq.job.moved` | DEBUG | job fields, `duration_ms`, `to` (`waiting-children` \| `wait`) | [`job_moved`] (a processor moved its own job: step jobs) | — |
+//! | `bullmq.job.cancelled` | INFO | job fields, `cause` (`requested` \| `timed_out`), `reason` | [`job_cancelled`] (`WorkerHandle::cancel_job`, a job's timeout) | — |
 //! | `bullmq.worker.started` | INFO | `worker`, `concurrency` | [`worker_started`] | `bullmq_workers` +1 |
 //! | `bullmq.worker.stopped` | INFO | `worker`, `uptime_s` | [`worker_stopped`] | `bullmq_workers` −1 |
+//! | `bullmq.worker.concurrency_changed` | INFO | `worker`, `concurrency` | [`worker_concurrency_changed`] (`WorkerHandle::set_concurrency`) | — |
 //! | `bullmq.worker.stalled_check` | DEBUG, WARN when it found jobs | `worker`, `recovered`, `failed` | [`stalled_check`] | `bullmq_jobs_stalled_total{outcome}` |
 //! | `bullmq.queue.paused` | INFO | — | [`queue_paused`] | — |
 //! | `bullmq.queue.resumed` | INFO | — | [`queue_resumed`] | — |
@@ -129,10 +131,10 @@ pub mod testing;
 
 pub use bullmq_backend::{Metrics, MetricsKind, MetricsMeta};
 pub use events::{
-    connection_lost, connection_restored, finish_refused, job_added, job_completed, job_failed,
-    job_moved, job_progress, job_retried, job_started, queue_drained, queue_paused, queue_resumed,
-    rate_limit_hit, stalled_check, wait_time, worker_queue_empty, worker_started, worker_stopped,
-    ActiveJob, JobTelemetry, MovedTo,
+    connection_lost, connection_restored, finish_refused, job_added, job_cancelled, job_completed,
+    job_failed, job_moved, job_progress, job_retried, job_started, queue_drained, queue_paused,
+    queue_resumed, rate_limit_hit, stalled_check, wait_time, worker_concurrency_changed,
+    worker_queue_empty, worker_started, worker_stopped, ActiveJob, JobTelemetry, MovedTo,
 };
 pub use finish::{job_finished, AttemptEnd};
 pub use names::{event_names, metric_names, span_names, TARGET};

@@ -40,10 +40,15 @@ pub mod event_names {
     /// A processor moved its own job to `waiting-children` or back to `wait` (step jobs):
     /// the attempt ended without a finish.
     pub const JOB_MOVED: &str = "bullmq.job.moved";
+    /// A running job's token was cancelled on request (`cancel_job`) or by its timeout; the
+    /// attempt fails with `reason`.
+    pub const JOB_CANCELLED: &str = "bullmq.job.cancelled";
     /// A worker started.
     pub const WORKER_STARTED: &str = "bullmq.worker.started";
     /// A worker stopped.
     pub const WORKER_STOPPED: &str = "bullmq.worker.stopped";
+    /// A worker's concurrency was changed at run time.
+    pub const WORKER_CONCURRENCY_CHANGED: &str = "bullmq.worker.concurrency_changed";
     /// A stalled-jobs check ran.
     pub const STALLED_CHECK: &str = "bullmq.worker.stalled_check";
     /// The queue was paused.
@@ -66,7 +71,7 @@ pub mod event_names {
     pub const CONNECTION_RESTORED: &str = "bullmq.connection.restored";
 
     /// Every event name, in catalogue order.
-    pub const ALL: [&str; 18] = [
+    pub const ALL: [&str; 20] = [
         JOB_ADDED,
         JOB_STARTED,
         JOB_COMPLETED,
@@ -74,8 +79,10 @@ pub mod event_names {
         JOB_RETRIED,
         JOB_PROGRESS,
         JOB_MOVED,
+        JOB_CANCELLED,
         WORKER_STARTED,
         WORKER_STOPPED,
+        WORKER_CONCURRENCY_CHANGED,
         STALLED_CHECK,
         WORKER_QUEUE_EMPTY,
         QUEUE_PAUSED,

@@ -47,6 +47,11 @@ pub struct WorkerCallbacks {
     stalled: Cb<dyn Fn(&str) + Send + Sync>,
     lock_renewal_failed: Cb<dyn Fn(&[String]) + Send + Sync>,
     drained: Cb<dyn Fn() + Send + Sync>,
+    ready: Cb<dyn Fn() + Send + Sync>,
+    paused: Cb<dyn Fn() + Send + Sync>,
+    resumed: Cb<dyn Fn() + Send + Sync>,
+    closing: Cb<dyn Fn() + Send + Sync>,
+    closed: Cb<dyn Fn() + Send + Sync>,
 }
 
 impl fmt::Debug for WorkerCallbacks {
@@ -119,6 +124,58 @@ impl WorkerCallbacks {
         self
     }
 
+    /// The worker started and is about to take messages (Node `ready`); once, first.
+    #[must_use]
+    pub fn on_ready(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.ready = Some(Arc::new(f));
+        self
+    }
+
+    /// The worker stopped fetching after `pause` (Node `paused`); once per pause that changed
+    /// something.
+    #[must_use]
+    pub fn on_paused(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.paused = Some(Arc::new(f));
+        self
+    }
+
+    /// The worker fetches again after `resume` of a paused worker (Node `resumed`).
+    #[must_use]
+    pub fn on_resumed(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.resumed = Some(Arc::new(f));
+        self
+    }
+
+    /// A close began (Node `closing`); once, however many `close` calls follow.
+    #[must_use]
+    pub fn on_closing(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.closing = Some(Arc::new(f));
+        self
+    }
+
+    /// The worker stopped and released its connections (Node `closed`); once, last. Not called
+    /// when the worker crashes (a handler error, e.g. its LockManager died, or a panic).
+    #[must_use]
+    pub fn on_closed(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.closed = Some(Arc::new(f));
+        self
+    }
+
+    pub(crate) fn ready(&self) {
+        call0(self.ready.as_deref());
+    }
+    pub(crate) fn paused(&self) {
+        call0(self.paused.as_deref());
+    }
+    pub(crate) fn resumed(&self) {
+        call0(self.resumed.as_deref());
+    }
+    pub(crate) fn closing(&self) {
+        call0(self.closing.as_deref());
+    }
+    pub(crate) fn closed(&self) {
+        call0(self.closed.as_deref());
+    }
     pub(crate) fn active(&self, job: &Job) {
         if let Some(f) = &self.active {
             f(job);
@@ -159,5 +216,11 @@ impl WorkerCallbacks {
         if let Some(f) = &self.drained {
             f();
         }
+    }
+}
+
+fn call0(f: Option<&(dyn Fn() + Send + Sync)>) {
+    if let Some(f) = f {
+        f();
     }
 }

@@ -1,7 +1,7 @@
 //! [`JobContext`]: what a processor can do besides computing its result.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::callbacks::WorkerCallbacks;
 use super::errors::WorkerError;
-use super::outcome::CancelReason;
+use super::outcome::{CancelReason, Cancellation};
 use super::Job;
 use crate::store::{
     ChildRef, FinishCode, MoveToWaitOutcome, Store, StoreError, StoreResult, WaitingChildrenOutcome,
@@ -28,15 +28,37 @@ pub(crate) enum Moved {
     Wait,
 }
 
+/// How long one attempt may run, and how long a soft cancellation waits for the processor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AttemptLimits {
+    /// The attempt's timeout (`WorkerOptions::job_timeout`, per job name); `None`: unbounded.
+    pub(crate) timeout: Option<Duration>,
+    /// After a soft cancellation, how long the processor may still run
+    /// (`WorkerOptions::cancel_grace`).
+    pub(crate) grace: Duration,
+}
+
+impl Default for AttemptLimits {
+    fn default() -> Self {
+        Self {
+            timeout: None,
+            grace: super::options::DEFAULT_CANCEL_GRACE,
+        }
+    }
+}
+
 /// Handed to the processor with its job: progress, logs, data updates, the attempt number,
 /// the job's cancellation token, its lock token, and the moves of the step-job pattern
 /// ([`JobContext::move_to_waiting_children`], [`JobContext::move_to_wait`]; see
 /// `docs/recipes/step-jobs.md`).
 ///
 /// The token is cancelled when the worker loses the job's lock (another worker may own the job
-/// now) or is force-closed; [`JobContext::cancel_reason`] says which. The worker stops waiting
-/// for the processor at that point (its future is dropped), so long computations should check
-/// the token between steps.
+/// now), is force-closed, is asked to cancel the job (`WorkerHandle::cancel_job`), or the
+/// attempt outruns its timeout; [`JobContext::cancel_reason`] says which. After a lost lock or
+/// a forced close the worker stops waiting for the processor at once (its future is dropped);
+/// after a requested cancellation or a timeout it waits up to its `cancel_grace` for the
+/// processor to return, then drops it, and the attempt fails with
+/// [`JobContext::cancel_message`]. Long computations should check the token between steps.
 ///
 /// Cloning is cheap: clones share one context.
 #[derive(Clone)]
@@ -54,7 +76,10 @@ struct ContextInner {
     attempt: u32,
     keep_logs: Option<u64>,
     cancel: CancellationToken,
-    reason: OnceLock<CancelReason>,
+    /// Cancelled with `cancel` for hard reasons only: ends the soft cancellation's grace.
+    hard: CancellationToken,
+    cancellation: Mutex<Option<Cancellation>>,
+    limits: AttemptLimits,
     store: Arc<dyn Store>,
     callbacks: WorkerCallbacks,
     worker: Arc<str>,
@@ -80,6 +105,7 @@ impl JobContext {
         store: Arc<dyn Store>,
         callbacks: WorkerCallbacks,
         worker: Arc<str>,
+        limits: AttemptLimits,
     ) -> Self {
         Self {
             inner: Arc::new(ContextInner {
@@ -92,7 +118,9 @@ impl JobContext {
                 attempt: job.attempts_made().saturating_add(1),
                 keep_logs: job.opts().keep_logs,
                 cancel: CancellationToken::new(),
-                reason: OnceLock::new(),
+                hard: CancellationToken::new(),
+                cancellation: Mutex::new(None),
+                limits,
                 store,
                 callbacks,
             }),
@@ -150,13 +178,91 @@ impl JobContext {
 
     /// Why the job was cancelled, once it was.
     pub fn cancel_reason(&self) -> Option<CancelReason> {
-        self.inner.reason.get().copied()
+        self.cancellation().map(|c| c.reason)
     }
 
-    /// Cancels the job's token with `reason` (the first reason sticks).
+    /// The `failedReason` this attempt fails with after a requested cancellation (the reason
+    /// given to `cancel_job`, else `"job cancelled"`) or a timeout (`"job timed out after N
+    /// ms"`); `None` when not cancelled or cancelled for a lost lock or a shutdown, which
+    /// record nothing.
+    pub fn cancel_message(&self) -> Option<String> {
+        self.cancellation()
+            .filter(|c| !c.reason.is_hard())
+            .map(|c| c.message)
+    }
+
+    /// The recorded cancellation, once there is one.
+    pub(crate) fn cancellation(&self) -> Option<Cancellation> {
+        self.inner
+            .cancellation
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The attempt's timeout and grace.
+    pub(crate) fn limits(&self) -> AttemptLimits {
+        self.inner.limits
+    }
+
+    /// Fires when the job is cancelled for a hard reason (the processor is dropped at once).
+    pub(crate) fn hard_token(&self) -> &CancellationToken {
+        &self.inner.hard
+    }
+
+    /// Cancels the job's token for a hard reason (see [`JobContext::cancel_with`]).
     pub(crate) fn cancel(&self, reason: CancelReason) {
-        let _ = self.inner.reason.set(reason);
+        self.cancel_with(Cancellation::hard(reason));
+    }
+
+    /// Cancels the job's token, recording `cancellation` unless an earlier one sticks (see
+    /// `CancelReason::replaces`). Returns whether it was recorded.
+    pub(crate) fn cancel_with(&self, cancellation: Cancellation) -> bool {
+        let hard = cancellation.reason.is_hard();
+        let recorded = {
+            let mut current = self
+                .inner
+                .cancellation
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let replaces = cancellation
+                .reason
+                .replaces(current.as_ref().map(|c| c.reason));
+            if replaces {
+                *current = Some(cancellation);
+            }
+            replaces
+        };
+        if hard {
+            self.inner.hard.cancel();
+        }
         self.inner.cancel.cancel();
+        if recorded && !hard {
+            self.report_cancelled();
+        }
+        recorded
+    }
+
+    /// Telemetry of a soft cancellation just recorded.
+    fn report_cancelled(&self) {
+        let Some(cancellation) = self.cancellation() else {
+            return;
+        };
+        let cause = match cancellation.reason {
+            CancelReason::TimedOut => "timed_out",
+            _ => "requested",
+        };
+        telemetry::job_cancelled(&self.telemetry(), cause, &cancellation.message);
+    }
+
+    fn telemetry(&self) -> JobTelemetry<'_> {
+        JobTelemetry::new(
+            self.inner.store.queue_name(),
+            &self.inner.job_id,
+            &self.inner.job_name,
+        )
+        .attempt(self.inner.attempt)
+        .worker(&self.inner.worker)
     }
 
     /// Stores the job's progress (any JSON: a number, an object) and emits a `progress` event.
@@ -170,14 +276,7 @@ impl JobContext {
             .store
             .update_progress(&self.inner.job_id, &progress)
             .await?;
-        let jt = JobTelemetry::new(
-            self.inner.store.queue_name(),
-            &self.inner.job_id,
-            &self.inner.job_name,
-        )
-        .attempt(self.inner.attempt)
-        .worker(&self.inner.worker);
-        telemetry::job_progress(&jt, &progress);
+        telemetry::job_progress(&self.telemetry(), &progress);
         self.inner.callbacks.progress(&self.inner.job_id, &progress);
         Ok(())
     }

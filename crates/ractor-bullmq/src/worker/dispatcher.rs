@@ -76,6 +76,11 @@ impl Lifecycle {
         matches!(self, Self::Closing { .. } | Self::Closed)
     }
 
+    /// Paused, also before being run (no fetch until resumed).
+    pub(super) fn is_paused(self) -> bool {
+        matches!(self, Self::Paused | Self::Created { paused: true })
+    }
+
     /// Whether fetched jobs are started: not once a forced close began (a graceful close
     /// still runs the jobs a fetch in flight brings).
     pub(super) fn starts_jobs(self) -> bool {
@@ -92,6 +97,9 @@ pub(super) enum Event<P> {
     Pause,
     /// Fetch again.
     Resume,
+    /// Change the number of slots (at least 1). Raised: the next pump fetches for the new
+    /// slots; lowered: running jobs go on, and fetches wait until fewer run than allowed.
+    SetConcurrency(usize),
     /// Close, cancelling running jobs when `force`.
     Close {
         /// Cancel the running jobs.
@@ -288,6 +296,11 @@ impl<P> Dispatcher<P> {
         self.lifecycle
     }
 
+    /// The number of slots.
+    pub(super) fn concurrency(&self) -> usize {
+        self.limits.concurrency
+    }
+
     /// Jobs running.
     pub(super) fn running(&self) -> usize {
         self.running
@@ -344,6 +357,7 @@ impl<P> Dispatcher<P> {
                 Lifecycle::Created { .. } => self.lifecycle = Lifecycle::Created { paused: false },
                 _ => {}
             },
+            Event::SetConcurrency(concurrency) => self.limits.concurrency = concurrency.max(1),
             Event::Close { force } => self.close(force),
             Event::CloseDeadline => {
                 // Nothing more is sent: what has not been confirmed is left behind.

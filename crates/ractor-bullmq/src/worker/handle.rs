@@ -79,6 +79,75 @@ impl WorkerHandle {
         ractor::call!(self.actor, WorkerMsg::ActiveCount).map_err(|_| WorkerError::NotRunning)
     }
 
+    /// Cancels the running job `job_id` (Node `worker.cancelJob(id, reason)`): its processor's
+    /// cancellation token fires ([`CancelReason::Requested`](super::CancelReason::Requested)),
+    /// the processor has the worker's `cancel_grace` to return, and the attempt fails with
+    /// `failedReason` = `reason` (default `"job cancelled"`), retried while attempts remain,
+    /// whatever the processor returned. Returns whether the job was running here and not
+    /// cancelled already (a second cancellation keeps the first reason).
+    ///
+    /// Node's `cancelJob` only aborts the signal and records whatever the processor then
+    /// does; a Node processor that honours the signal rejects with the reason, which is what
+    /// is recorded here in every case.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker has stopped.
+    pub async fn cancel_job(
+        &self,
+        job_id: &str,
+        reason: Option<&str>,
+    ) -> Result<bool, WorkerError> {
+        ractor::call!(self.actor, |reply| WorkerMsg::CancelJob {
+            job_id: job_id.to_string(),
+            reason: reason.map(str::to_string),
+            reply,
+        })
+        .map_err(|_| WorkerError::NotRunning)
+    }
+
+    /// Cancels every job running now, as [`WorkerHandle::cancel_job`] (Node
+    /// `worker.cancelAllJobs(reason)`); the worker goes on fetching. Returns how many jobs were
+    /// cancelled.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker has stopped.
+    pub async fn cancel_all_jobs(&self, reason: Option<&str>) -> Result<usize, WorkerError> {
+        ractor::call!(self.actor, |reply| WorkerMsg::CancelAllJobs {
+            reason: reason.map(str::to_string),
+            reply,
+        })
+        .map_err(|_| WorkerError::NotRunning)
+    }
+
+    /// Changes how many jobs run at once (Node `worker.concurrency = n`). Raised, the worker
+    /// fetches for the new slots at once; lowered, running jobs go on and no job is fetched
+    /// until fewer than `concurrency` run.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::InvalidOption`] for 0 (Node: "concurrency must be a finite number greater
+    /// than 0"), [`WorkerError::NotRunning`] when the worker has stopped.
+    pub fn set_concurrency(&self, concurrency: usize) -> Result<(), WorkerError> {
+        if concurrency == 0 {
+            return Err(WorkerError::InvalidOption {
+                option: "concurrency",
+                reason: "must be at least 1".to_string(),
+            });
+        }
+        self.send(WorkerMsg::SetConcurrency(concurrency))
+    }
+
+    /// How many jobs may run at once now (Node `worker.concurrency`).
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::NotRunning`] when the worker has stopped.
+    pub async fn concurrency(&self) -> Result<usize, WorkerError> {
+        ractor::call!(self.actor, WorkerMsg::Concurrency).map_err(|_| WorkerError::NotRunning)
+    }
+
     /// Whether the worker is fetching jobs (started, not paused, not closing).
     pub async fn is_running(&self) -> bool {
         if !matches!(

@@ -2,7 +2,8 @@
 //!
 //! Spawned linked to its Worker, one per job. It runs the processor once, catching a panic
 //! into a failure with the panic message, and racing it against the job's cancellation token
-//! (lock lost or force close: the processor's future is dropped). It then reports how the run
+//! (lock lost or force close: the processor's future is dropped at once; `cancel_job` or the
+//! attempt's timeout: after the worker's `cancel_grace`). It then reports how the run
 //! [`Ended`] to the Worker and stops. If the actor itself dies without reporting, the Worker's
 //! supervision handler records the job as panicked, so the job is never forgotten.
 
@@ -11,10 +12,11 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde_json::Value;
 use tracing::Instrument;
 
 use super::context::JobContext;
-use super::outcome::Ended;
+use super::outcome::{Cancellation, Ended};
 use super::worker::{Internal, WorkerMsg};
 use super::{Job, Processor};
 
@@ -84,16 +86,43 @@ impl Actor for JobActor {
 
 /// Runs the processor: catches panics, stops at cancellation. Also what
 /// `testing::run_processor` runs, so unit tests see the worker's behaviour.
+///
+/// A hard cancellation (lock lost, forced close) drops the processor at once. The attempt's
+/// timeout, when it has one, cancels the token softly ([`CancelReason::TimedOut`](super::CancelReason::TimedOut)); a soft
+/// cancellation (also `cancel_job`) leaves the processor its grace period to return before it
+/// is dropped. What is recorded for a soft cancellation does not depend on which came first:
+/// `classify` fails the attempt with the cancellation's message.
 pub(crate) async fn run(job: Job, context: JobContext, processor: Arc<dyn Processor>) -> Ended {
     let token = context.cancellation_token().clone();
-    let work = AssertUnwindSafe(processor.process(job, context)).catch_unwind();
+    let hard = context.hard_token().clone();
+    let limits = context.limits();
+    let timeout = async {
+        match limits.timeout {
+            Some(after) => tokio::time::sleep(after).await,
+            None => std::future::pending().await,
+        }
+    };
+    let work = AssertUnwindSafe(processor.process(job, context.clone())).catch_unwind();
+    tokio::pin!(work, timeout);
+    let ended = |result: std::thread::Result<anyhow::Result<Value>>| match result {
+        Ok(returned) => Ended::Returned(returned),
+        Err(panic) => Ended::Panicked(panic_message(panic.as_ref())),
+    };
     tokio::select! {
         biased;
-        () = token.cancelled() => Ended::Cancelled,
-        result = work => match result {
-            Ok(returned) => Ended::Returned(returned),
-            Err(panic) => Ended::Panicked(panic_message(panic.as_ref())),
-        },
+        () = token.cancelled() => {}
+        () = &mut timeout => {
+            if let Some(after) = limits.timeout {
+                context.cancel_with(Cancellation::timed_out(after));
+            }
+        }
+        result = &mut work => return ended(result),
+    }
+    tokio::select! {
+        biased;
+        () = hard.cancelled() => Ended::Cancelled,
+        () = tokio::time::sleep(limits.grace) => Ended::Cancelled,
+        result = &mut work => ended(result),
     }
 }
 

@@ -2,8 +2,9 @@
 //! job actor per job.
 //!
 //! Both give a job the same guarantees: the processor runs once, a panic becomes a failed
-//! attempt with the panic message, the job's cancellation token (lock lost, force close) drops
-//! the processor's future, and the Worker hears how the run ended. They differ in weight: a
+//! attempt with the panic message, the job's cancellation token drops the processor's future
+//! (at once for a lost lock or a forced close, after `cancel_grace` for `cancel_job` or a
+//! timeout), and the Worker hears how the run ended. They differ in weight: a
 //! ractor actor carries its own mailboxes and task (~8 KiB of memory each, measured by
 //! `examples/measure_footprint.rs`), a task about 0.5 KiB, which is what lets one Worker hold
 //! 10 000 sleeping jobs in a few tens of MB.

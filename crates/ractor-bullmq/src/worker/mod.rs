@@ -60,7 +60,7 @@ pub use job_actor::JobActorMsg;
 pub use job_runner::JobRunner;
 pub use lock_manager::{LockManager, LockManagerArgs, LockManagerMsg, LockManagerState};
 pub use manual::{ManualError, ManualJob, ManualWorker};
-pub use options::{BackoffStrategy, Limiter, WorkerOptions};
+pub use options::{BackoffStrategy, Limiter, WorkerOptions, DEFAULT_CANCEL_GRACE};
 pub use outcome::{CancelReason, JobOutcome};
 pub(crate) use spec::ForceDeadline;
 pub use spec::{WorkerSpec, DEFAULT_WORKER_SHUTDOWN};
@@ -70,6 +70,8 @@ pub use worker::{CloseReport, Internal, Worker, WorkerArgs, WorkerMsg};
 pub use crate::job::Job;
 
 // The testing module runs processors exactly as the worker does.
+#[cfg(feature = "test-util")]
+pub(crate) use context::AttemptLimits;
 #[cfg(feature = "test-util")]
 pub(crate) use job_actor::run as run_job;
 #[cfg(feature = "test-util")]

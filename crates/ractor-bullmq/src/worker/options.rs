@@ -25,6 +25,9 @@ pub struct Limiter {
     pub duration: Duration,
 }
 
+/// Default of [`WorkerOptions::cancel_grace`].
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
+
 /// Options of a [`Worker`](super::Worker). Defaults are Node BullMQ's.
 ///
 /// ```
@@ -76,6 +79,19 @@ pub struct WorkerOptions {
     pub backoff_strategies: HashMap<String, BackoffStrategy>,
     /// How each in-flight job runs: a task the Worker supervises (default) or a linked actor.
     pub job_runner: JobRunner,
+    /// Longest an attempt may run before its token is cancelled
+    /// ([`CancelReason::TimedOut`](super::CancelReason::TimedOut)) and, if the processor has not
+    /// returned after [`WorkerOptions::cancel_grace`], the attempt fails with `"job timed out
+    /// after N ms"` (retried while attempts remain). Default none. Not in open-source Node
+    /// BullMQ (a BullMQ Pro feature); [`WorkerOptions::job_timeouts`] overrides it per job name.
+    pub job_timeout: Option<Duration>,
+    /// Per job name timeouts, overriding [`WorkerOptions::job_timeout`] (default none).
+    pub job_timeouts: HashMap<String, Duration>,
+    /// After a requested cancellation (`WorkerHandle::cancel_job`) or a timeout, how long the
+    /// processor may still run to return (e.g. to clean up) before the Worker drops it
+    /// (default [`DEFAULT_CANCEL_GRACE`], 5 s). The attempt fails with the cancellation's
+    /// reason either way. No Node equivalent (Node waits for the processor however long).
+    pub cancel_grace: Duration,
 }
 
 impl Default for WorkerOptions {
@@ -100,6 +116,9 @@ impl Default for WorkerOptions {
             max_finish_batch: 1000,
             backoff_strategies: HashMap::new(),
             job_runner: JobRunner::default(),
+            job_timeout: None,
+            job_timeouts: HashMap::new(),
+            cancel_grace: DEFAULT_CANCEL_GRACE,
         }
     }
 }
@@ -129,6 +148,9 @@ impl fmt::Debug for WorkerOptions {
                 &self.backoff_strategies.keys().collect::<Vec<_>>(),
             )
             .field("job_runner", &self.job_runner)
+            .field("job_timeout", &self.job_timeout)
+            .field("job_timeouts", &self.job_timeouts)
+            .field("cancel_grace", &self.cancel_grace)
             .finish()
     }
 }
@@ -172,6 +194,39 @@ impl WorkerOptions {
         max_finish_batch: usize);
     setter!(/// Sets [`WorkerOptions::job_runner`].
         job_runner: JobRunner);
+
+    setter!(/// Sets [`WorkerOptions::cancel_grace`].
+        cancel_grace: Duration);
+
+    /// Sets [`WorkerOptions::job_timeout`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ractor_bullmq::worker::WorkerOptions;
+    /// let opts = WorkerOptions::new()
+    ///     .job_timeout(Duration::from_secs(30))
+    ///     .job_timeout_for("video", Duration::from_secs(600));
+    /// assert_eq!(opts.timeout_for("email"), Some(Duration::from_secs(30)));
+    /// assert_eq!(opts.timeout_for("video"), Some(Duration::from_secs(600)));
+    /// ```
+    #[must_use]
+    pub fn job_timeout(mut self, timeout: Duration) -> Self {
+        self.job_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the timeout of jobs named `name` ([`WorkerOptions::job_timeouts`]).
+    #[must_use]
+    pub fn job_timeout_for(mut self, name: impl Into<String>, timeout: Duration) -> Self {
+        self.job_timeouts.insert(name.into(), timeout);
+        self
+    }
+
+    /// The timeout of a job named `name`: its per-name timeout, else
+    /// [`WorkerOptions::job_timeout`].
+    pub fn timeout_for(&self, name: &str) -> Option<Duration> {
+        self.job_timeouts.get(name).copied().or(self.job_timeout)
+    }
 
     /// Sets [`WorkerOptions::lock_renew_time`].
     #[must_use]
@@ -272,6 +327,16 @@ impl WorkerOptions {
         }
         if self.prefix.is_empty() {
             return bad("prefix", "must not be empty");
+        }
+        let too_short = |d: &Duration| *d < Duration::from_millis(1);
+        if self.job_timeout.as_ref().is_some_and(too_short) {
+            return bad("job_timeout", "must be at least 1 ms");
+        }
+        if let Some(name) = self.job_timeouts.iter().find(|(_, d)| too_short(d)) {
+            return bad(
+                "job_timeouts",
+                &format!("timeout of `{}` must be at least 1 ms", name.0),
+            );
         }
         Ok(())
     }

@@ -34,6 +34,12 @@ use crate::store::{FinishAction, Retention};
 use crate::telemetry::AttemptEnd;
 
 /// Why a running job's cancellation token was cancelled.
+///
+/// [`LockLost`](Self::LockLost) and [`Shutdown`](Self::Shutdown) are *hard*: the job is no
+/// longer this worker's to record, its processor is dropped at once and the job is left to
+/// stalled recovery. [`Requested`](Self::Requested) and [`TimedOut`](Self::TimedOut) are
+/// *soft*: the processor gets the worker's `cancel_grace` to return, then the attempt fails
+/// with the cancellation's message (retried while attempts remain), whatever it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CancelReason {
@@ -41,6 +47,75 @@ pub enum CancelReason {
     LockLost,
     /// The worker was closed with `close_force`.
     Shutdown,
+    /// `WorkerHandle::cancel_job` / `cancel_all_jobs` (Node `worker.cancelJob` /
+    /// `cancelAllJobs`).
+    Requested,
+    /// The attempt ran longer than its timeout (`WorkerOptions::job_timeout`).
+    TimedOut,
+}
+
+impl CancelReason {
+    /// Whether the job is no longer this worker's to record (the processor is dropped at once).
+    pub fn is_hard(self) -> bool {
+        matches!(self, Self::LockLost | Self::Shutdown)
+    }
+
+    /// Whether a cancellation for `self` replaces one already recorded for `current`: the first
+    /// reason sticks, except that a hard reason replaces a soft one (a job cancelled on request
+    /// whose lock is then lost is no longer ours to fail).
+    pub(crate) fn replaces(self, current: Option<CancelReason>) -> bool {
+        match current {
+            None => true,
+            Some(current) => self.is_hard() && !current.is_hard(),
+        }
+    }
+}
+
+/// A cancellation as the context records it: why, and for a soft one the `failedReason` the
+/// attempt fails with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cancellation {
+    /// Why.
+    pub(crate) reason: CancelReason,
+    /// What the failed attempt records (`failedReason`); unused for hard reasons.
+    pub(crate) message: String,
+}
+
+impl Cancellation {
+    /// The default message of a cancellation requested without a reason.
+    pub(crate) const DEFAULT_REQUESTED: &'static str = "job cancelled";
+
+    /// A cancellation for a hard reason (no message is recorded).
+    pub(crate) fn hard(reason: CancelReason) -> Self {
+        Self {
+            reason,
+            message: String::new(),
+        }
+    }
+
+    /// `cancel_job(id, reason)`: fails the attempt with `reason`, or [`Self::DEFAULT_REQUESTED`].
+    pub(crate) fn requested(reason: Option<&str>) -> Self {
+        Self {
+            reason: CancelReason::Requested,
+            message: reason
+                .filter(|r| !r.is_empty())
+                .unwrap_or(Self::DEFAULT_REQUESTED)
+                .to_string(),
+        }
+    }
+
+    /// The attempt outran its `timeout`.
+    pub(crate) fn timed_out(timeout: Duration) -> Self {
+        Self {
+            reason: CancelReason::TimedOut,
+            message: timed_out_reason(timeout),
+        }
+    }
+}
+
+/// `failedReason` of an attempt that outran its timeout.
+pub(crate) fn timed_out_reason(timeout: Duration) -> String {
+    format!("job timed out after {} ms", timeout.as_millis())
 }
 
 /// How a job actor's run ended, before interpretation.
@@ -134,7 +209,7 @@ pub(crate) fn unmoved_reason(error: &str, call: &str) -> String {
 /// processor returned afterwards.
 pub(crate) fn classify(
     ended: Ended,
-    cancelled: Option<CancelReason>,
+    cancelled: Option<&Cancellation>,
     moved: Option<Moved>,
 ) -> JobOutcome {
     match moved {
@@ -142,10 +217,26 @@ pub(crate) fn classify(
         Some(Moved::Wait) => return JobOutcome::MovedToWait,
         None => {}
     }
-    match cancelled {
-        Some(CancelReason::LockLost) => return JobOutcome::LockLost,
-        Some(CancelReason::Shutdown) => return JobOutcome::Cancelled,
-        None => {}
+    if let Some(cancellation) = cancelled {
+        match cancellation.reason {
+            CancelReason::LockLost => return JobOutcome::LockLost,
+            CancelReason::Shutdown => return JobOutcome::Cancelled,
+            // Soft: the attempt fails with the cancellation's message, whether the processor
+            // honoured the token (and returned its own error), ignored it (and returned a
+            // value), or was dropped after the grace period. Retried while attempts remain.
+            CancelReason::Requested => {
+                return JobOutcome::Failed {
+                    trace: format!("CancelledError: {}", cancellation.message),
+                    reason: cancellation.message.clone(),
+                };
+            }
+            CancelReason::TimedOut => {
+                return JobOutcome::Failed {
+                    trace: format!("TimeoutError: {}", cancellation.message),
+                    reason: cancellation.message.clone(),
+                };
+            }
+        }
     }
     match ended {
         Ended::Returned(Ok(value)) => JobOutcome::Completed(value),
@@ -496,15 +587,66 @@ mod tests {
         assert_eq!(
             classify(
                 Ended::Returned(Ok(Value::from(1))),
-                Some(CancelReason::LockLost),
+                Some(&Cancellation::hard(CancelReason::LockLost)),
                 None
             ),
             JobOutcome::LockLost
         );
         assert_eq!(
-            classify(Ended::Cancelled, Some(CancelReason::Shutdown), None),
+            classify(
+                Ended::Cancelled,
+                Some(&Cancellation::hard(CancelReason::Shutdown)),
+                None
+            ),
             JobOutcome::Cancelled
         );
+    }
+
+    #[test]
+    fn soft_cancellations_fail_the_attempt_with_their_message_whatever_the_processor_did() {
+        let requested = Cancellation::requested(Some("user asked"));
+        for ended in [
+            Ended::Returned(Ok(Value::from(1))),
+            Ended::Returned(Err(anyhow::anyhow!("aborted"))),
+            Ended::Cancelled,
+        ] {
+            assert_eq!(
+                classify(ended, Some(&requested), None),
+                JobOutcome::Failed {
+                    reason: "user asked".into(),
+                    trace: "CancelledError: user asked".into()
+                }
+            );
+        }
+        assert_eq!(
+            Cancellation::requested(None).message,
+            Cancellation::DEFAULT_REQUESTED
+        );
+        assert_eq!(
+            Cancellation::requested(Some("")).message,
+            Cancellation::DEFAULT_REQUESTED
+        );
+        let timed_out = Cancellation::timed_out(Duration::from_millis(1500));
+        assert_eq!(timed_out.message, "job timed out after 1500 ms");
+        assert!(matches!(
+            classify(Ended::Cancelled, Some(&timed_out), None),
+            JobOutcome::Failed { reason, trace }
+                if reason == "job timed out after 1500 ms" && trace.starts_with("TimeoutError: ")
+        ));
+    }
+
+    #[test]
+    fn the_first_cancel_reason_sticks_unless_a_hard_one_follows_a_soft_one() {
+        use CancelReason::*;
+        assert!(Requested.replaces(None));
+        assert!(!TimedOut.replaces(Some(Requested)));
+        assert!(!Requested.replaces(Some(TimedOut)));
+        assert!(LockLost.replaces(Some(Requested)));
+        assert!(Shutdown.replaces(Some(TimedOut)));
+        assert!(!Shutdown.replaces(Some(LockLost)));
+        assert!(!Requested.replaces(Some(Shutdown)));
+        assert!(LockLost.is_hard() && Shutdown.is_hard());
+        assert!(!Requested.is_hard() && !TimedOut.is_hard());
     }
 
     #[test]
@@ -524,7 +666,11 @@ mod tests {
         );
         // The move released the lock: a renewal that failed afterwards is expected.
         assert_eq!(
-            moved(Ended::Cancelled, Some(CancelReason::LockLost), Moved::Wait),
+            moved(
+                Ended::Cancelled,
+                Some(&Cancellation::hard(CancelReason::LockLost)),
+                Moved::Wait
+            ),
             JobOutcome::MovedToWait
         );
         let opts = WorkerOptions::default();

@@ -53,7 +53,8 @@ impl WorkerState {
             // Moved, then returned a value (or panicked): the move stands, the value is lost.
             tracing::warn!(job_id = %job_id, ?moved, "processor moved its job and did not return WaitingChildrenError / WaitingError");
         }
-        let outcome = classify(ended, running.context.cancel_reason(), moved);
+        let cancellation = running.context.cancellation();
+        let outcome = classify(ended, cancellation.as_ref(), moved);
         let duration = running.active.elapsed();
         // Dropping the guard ends the attempt in `bullmq_worker_active_jobs`.
         drop(running.active);

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorRef};
 
-use super::context::JobContext;
+use super::context::{AttemptLimits, JobContext};
 use super::dispatcher::{Event, FetchSummary};
 use super::fetched::read_fetched;
 use super::job_actor::{JobActor, JobActorArgs};
@@ -137,6 +137,10 @@ impl WorkerState {
             self.store.clone(),
             self.callbacks.clone(),
             self.label.clone(),
+            AttemptLimits {
+                timeout: self.opts.timeout_for(job.name()),
+                grace: self.opts.cancel_grace,
+            },
         )
     }
 

@@ -93,6 +93,54 @@ impl SupervisedWorker {
             .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
     }
 
+    /// Cancels a job the current incarnation runs, as
+    /// [`WorkerHandle::cancel_job`](super::WorkerHandle::cancel_job); `Ok(false)` when it does
+    /// not run it.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when no incarnation is running.
+    pub async fn cancel_job(
+        &self,
+        job_id: &str,
+        reason: Option<&str>,
+    ) -> Result<bool, SupervisionError> {
+        ractor::call!(self.current().await?, |reply| WorkerMsg::CancelJob {
+            job_id: job_id.to_string(),
+            reason: reason.map(str::to_string),
+            reply,
+        })
+        .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
+    }
+
+    /// Cancels every job the current incarnation runs, as
+    /// [`WorkerHandle::cancel_all_jobs`](super::WorkerHandle::cancel_all_jobs).
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when no incarnation is running.
+    pub async fn cancel_all_jobs(&self, reason: Option<&str>) -> Result<usize, SupervisionError> {
+        ractor::call!(self.current().await?, |reply| WorkerMsg::CancelAllJobs {
+            reason: reason.map(str::to_string),
+            reply,
+        })
+        .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
+    }
+
+    /// Changes the current incarnation's concurrency, as
+    /// [`WorkerHandle::set_concurrency`](super::WorkerHandle::set_concurrency) (0 is taken as
+    /// 1). A restarted Worker starts again with its spec's concurrency.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisionError::NotRunning`] when no incarnation is running.
+    pub async fn set_concurrency(&self, concurrency: usize) -> Result<(), SupervisionError> {
+        self.current()
+            .await?
+            .cast(WorkerMsg::SetConcurrency(concurrency))
+            .map_err(|_| SupervisionError::NotRunning(self.id.clone()))
+    }
+
     /// Whether an incarnation is running and fetching.
     pub async fn is_running(&self) -> bool {
         match self.actor().await {

@@ -33,7 +33,7 @@ use super::errors::WorkerError;
 use super::fetched::Lease;
 use super::lock_manager::{LockManager, LockManagerArgs, LockManagerMsg};
 use super::options::WorkerOptions;
-use super::outcome::{CancelReason, Ended, Verdict};
+use super::outcome::{CancelReason, Cancellation, Ended, Verdict};
 use super::{Job, Processor};
 use crate::store::{
     FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult,
@@ -66,6 +66,27 @@ pub enum WorkerMsg {
     ActiveCount(RpcReplyPort<usize>),
     /// Whether the worker fetches jobs (started, not paused, not closing).
     IsRunning(RpcReplyPort<bool>),
+    /// Cancel one running job's token (Node `worker.cancelJob`); replies whether it was
+    /// running here.
+    CancelJob {
+        /// The job.
+        job_id: String,
+        /// Its `failedReason` (default `"job cancelled"`).
+        reason: Option<String>,
+        /// Whether the job was running here.
+        reply: RpcReplyPort<bool>,
+    },
+    /// Cancel every running job's token (Node `worker.cancelAllJobs`); replies how many.
+    CancelAllJobs {
+        /// Their `failedReason` (default `"job cancelled"`).
+        reason: Option<String>,
+        /// How many jobs were cancelled.
+        reply: RpcReplyPort<usize>,
+    },
+    /// Change the number of slots (Node `worker.concurrency = n`); at least 1.
+    SetConcurrency(usize),
+    /// The number of slots now.
+    Concurrency(RpcReplyPort<usize>),
     /// Messages the worker's own tasks and children send it.
     Internal(Internal),
 }
@@ -413,6 +434,8 @@ impl Actor for Worker {
             max_finish_batch: opts.max_finish_batch,
             drain_delay: opts.drain_delay,
         };
+        // Connected (the store was opened with the arguments) and about to take messages.
+        args.callbacks.ready();
         Ok(WorkerState {
             store: args.store,
             processor: args.processor,
@@ -458,6 +481,7 @@ impl Actor for Worker {
             &state.label,
             state.started_at.elapsed(),
         );
+        state.callbacks.closed();
         Ok(())
     }
 
@@ -468,8 +492,47 @@ impl Actor for Worker {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            WorkerMsg::Pause => state.dispatch(Event::Pause),
-            WorkerMsg::Resume => state.dispatch(Event::Resume),
+            WorkerMsg::Pause => {
+                let was_paused = state.dispatcher.lifecycle().is_paused();
+                state.dispatch(Event::Pause);
+                if !was_paused && state.dispatcher.lifecycle().is_paused() {
+                    state.callbacks.paused();
+                }
+            }
+            WorkerMsg::Resume => {
+                let was_paused = state.dispatcher.lifecycle().is_paused();
+                state.dispatch(Event::Resume);
+                if was_paused && !state.dispatcher.lifecycle().is_paused() {
+                    state.callbacks.resumed();
+                }
+            }
+            WorkerMsg::CancelJob {
+                job_id,
+                reason,
+                reply,
+            } => {
+                let cancelled = state.cancel_requested(Some(&job_id), reason.as_deref());
+                let _ = reply.send(cancelled > 0);
+            }
+            WorkerMsg::CancelAllJobs { reason, reply } => {
+                let cancelled = state.cancel_requested(None, reason.as_deref());
+                let _ = reply.send(cancelled);
+            }
+            WorkerMsg::SetConcurrency(concurrency) => {
+                // The handle refuses 0; a message sent directly is clamped rather than trusted.
+                let concurrency = concurrency.max(1);
+                if concurrency != state.dispatcher.concurrency() {
+                    state.dispatch(Event::SetConcurrency(concurrency));
+                    telemetry::worker_concurrency_changed(
+                        state.store.queue_name(),
+                        &state.label,
+                        concurrency,
+                    );
+                }
+            }
+            WorkerMsg::Concurrency(reply) => {
+                let _ = reply.send(state.dispatcher.concurrency());
+            }
             WorkerMsg::Run => state.dispatch(Event::Run),
             WorkerMsg::GetNextJob(reply) => {
                 if state.dispatcher.try_fetch_one() {
@@ -480,6 +543,9 @@ impl Actor for Worker {
             }
             WorkerMsg::Close { force, reply } => {
                 state.close_replies.push(reply);
+                if !state.dispatcher.lifecycle().is_closing() {
+                    state.callbacks.closing();
+                }
                 state.dispatch(Event::Close { force });
             }
             WorkerMsg::ActiveCount(reply) => {
@@ -528,6 +594,32 @@ impl Actor for Worker {
             }
         }
         Ok(())
+    }
+}
+
+// ---- Worker control ----
+
+impl WorkerState {
+    /// Cancels the token of `job_id` (or of every running job) softly, failing the attempt
+    /// with `reason`; returns how many cancellations were recorded (a job already cancelled
+    /// keeps its first reason).
+    fn cancel_requested(&mut self, job_id: Option<&str>, reason: Option<&str>) -> usize {
+        let cancellation = Cancellation::requested(reason);
+        let targets: Vec<&RunningJob> = match job_id {
+            Some(id) => self.running.get(id).into_iter().collect(),
+            None => self.running.values().collect(),
+        };
+        let mut cancelled = 0;
+        for running in targets {
+            // A job its processor moved itself is not this worker's any more.
+            if running.context.moved().is_some() {
+                continue;
+            }
+            if running.context.cancel_with(cancellation.clone()) {
+                cancelled += 1;
+            }
+        }
+        cancelled
     }
 }
 

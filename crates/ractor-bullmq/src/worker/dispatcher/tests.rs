@@ -610,6 +610,59 @@ fn drain_delay_caps_the_wait_for_a_later_delayed_job() {
     );
 }
 
+// ---- run-time concurrency ----
+
+#[test]
+fn raising_concurrency_fetches_for_the_new_slots_at_once() {
+    let t0 = Instant::now();
+    let mut d = full(2, t0);
+    assert_eq!(
+        turn(&mut d, Event::SetConcurrency(5), t0),
+        vec![C::Fetch { count: 3 }]
+    );
+    assert_eq!(d.concurrency(), 5);
+}
+
+#[test]
+fn lowering_concurrency_lets_running_jobs_finish_and_fetches_only_below_it() {
+    let t0 = Instant::now();
+    let mut d = full(3, t0);
+    assert_eq!(turn(&mut d, Event::SetConcurrency(1), t0), vec![]);
+    assert_eq!((d.running(), d.free_slots()), (3, 0));
+    // Two of the three end: one still runs, the one slot is taken; the finishes go out
+    // without fetching.
+    assert_eq!(turn_of(&mut d, ended(1), t0), vec![C::FlushSoon]);
+    d.handle(Event::JobEnded, t0);
+    d.handle(Event::Record(2), t0);
+    assert_eq!(
+        turn(&mut d, Event::Flush, t0),
+        vec![C::FinishBatch {
+            batch: vec![1, 2],
+            fetch: 0
+        }]
+    );
+    assert_eq!(
+        turn(&mut d, Event::CallSucceeded { requested: 0 }, t0),
+        vec![]
+    );
+    // The last one ends: now a slot is free.
+    assert_eq!(
+        turn_of(&mut d, ended(3), t0),
+        vec![C::FinishBatch {
+            batch: vec![3],
+            fetch: 1
+        }]
+    );
+}
+
+#[test]
+fn concurrency_is_never_set_below_one() {
+    let t0 = Instant::now();
+    let mut d = D::new(limits(2), true);
+    d.handle(Event::SetConcurrency(0), t0);
+    assert_eq!(d.concurrency(), 1);
+}
+
 // ---- lifecycle ----
 
 #[test]
