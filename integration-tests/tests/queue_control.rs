@@ -6,6 +6,7 @@
 
 mod common;
 mod raw_state;
+mod worker_common;
 
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use anyhow::Result;
 use bullmq_protocol::options::{Deduplication, JobOptions};
 use bullmq_protocol::state::JobState;
 use common::{cleanup, node_available, node_eval, open_queue, read_events, unique_queue};
-use ractor_bullmq::{GlobalRateLimit, Queue, RateLimitTtl};
+use ractor_bullmq::{GlobalRateLimit, Queue, RateLimitTtl, WorkerCallbacks, WorkerOptions};
 use raw_state::{assert_same_state, snapshot};
 use serde_json::{json, Value as Json};
 
@@ -308,6 +309,76 @@ async fn get_workers_lists_a_node_worker() -> Result<()> {
         serde_json::from_value(theirs["names"].clone())?;
     assert_eq!(ours, their_names, "{theirs}");
     assert!(ours.iter().any(|n| n.ends_with(":w:w1")), "{ours:?}");
+    q.close().await?;
+    cleanup(&queue).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_worker_honours_a_global_concurrency_set_by_our_queue() -> Result<()> {
+    let queue = unique_queue("qctl-conc");
+    let q = open_queue(&queue).await?;
+    q.set_global_concurrency(1).await?;
+    for i in 0..4 {
+        q.add_job(
+            "slow",
+            json!({"i": i, "sleepMs": 200}),
+            JobOptions::default(),
+        )
+        .await?;
+    }
+    let worker = worker_common::spawn_worker(
+        &queue,
+        WorkerOptions::new().concurrency(4),
+        WorkerCallbacks::new(),
+    )
+    .await?;
+    // Sample the active count until all four are done: with the global gate it never
+    // exceeds 1 (an upper bound, so sampling cannot make it flaky).
+    let most = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    common::eventually("four jobs completed", Duration::from_secs(60), || {
+        let q = q.clone();
+        let most = most.clone();
+        async move {
+            let counts = q.get_job_counts().await.unwrap_or_default();
+            most.fetch_max(counts.active, std::sync::atomic::Ordering::Relaxed);
+            counts.completed == 4
+        }
+    })
+    .await?;
+    let most = most.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(most <= 1, "at most one job active at once, saw {most}");
+    worker.close().await?;
+    q.close().await?;
+    cleanup(&queue).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_worker_honours_a_global_rate_limit_set_by_our_queue() -> Result<()> {
+    let queue = unique_queue("qctl-rate");
+    let q = open_queue(&queue).await?;
+    q.set_global_rate_limit(1, Duration::from_secs(15)).await?;
+    for i in 0..2 {
+        q.add_job("job", json!({"i": i}), JobOptions::default())
+            .await?;
+    }
+    let worker = worker_common::spawn_worker(
+        &queue,
+        WorkerOptions::new().concurrency(2),
+        WorkerCallbacks::new(),
+    )
+    .await?;
+    worker_common::wait_finished(&queue, 1, Duration::from_secs(60)).await?;
+    // The window of 1 job per 15 s is closed: the second job waits (a rate-limited worker
+    // sleeps out the window, as Node's does, so removing the key would not wake it).
+    assert!(matches!(
+        q.get_rate_limit_ttl(None).await?,
+        RateLimitTtl::Limited(_)
+    ));
+    assert_eq!(q.get_job_counts().await?.waiting, 1);
+    worker_common::wait_finished(&queue, 2, Duration::from_secs(120)).await?;
+    worker.close().await?;
     q.close().await?;
     cleanup(&queue).await?;
     Ok(())
