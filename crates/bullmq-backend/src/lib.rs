@@ -32,6 +32,7 @@ pub mod flow_store;
 pub mod flows;
 pub mod metrics;
 pub mod queue;
+pub mod queue_control;
 pub mod schedulers;
 pub mod worker;
 
@@ -53,6 +54,7 @@ pub use queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,
     RemoveOutcome,
 };
+pub use queue_control::{GlobalRateLimit, QueueControl};
 pub use schedulers::{JobSchedulers, NextIteration, UpsertOutcome};
 pub use worker::{
     ChildRef, CorruptedJob, FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode,

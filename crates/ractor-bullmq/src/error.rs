@@ -87,6 +87,20 @@ pub enum QueueError {
         /// The scheduler.
         scheduler_id: String,
     },
+    /// An argument of a queue-control call is out of range; nothing was written.
+    #[error("invalid argument `{argument}`: {reason}")]
+    InvalidArgument {
+        /// The argument, by its Rust name.
+        argument: &'static str,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// The operation reads Redis itself (`CLIENT LIST`) and the queue is on another backend.
+    #[error("`{operation}` needs the Redis backend")]
+    RedisOnly {
+        /// The operation, by its Rust name.
+        operation: &'static str,
+    },
     /// Obliterate refused: jobs are active and `force` was not set (Node -2).
     #[error("cannot obliterate queue {queue}: it has active jobs (use force)")]
     ActiveJobs {

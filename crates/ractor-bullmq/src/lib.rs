@@ -22,6 +22,7 @@ pub mod telemetry;
 pub mod testing;
 pub mod worker;
 
+pub use bullmq_backend::GlobalRateLimit;
 pub use bullmq_protocol as protocol;
 /// Job schedulers: [`Repeat`](scheduler::Repeat), [`SchedulerTemplate`](scheduler::SchedulerTemplate),
 /// the stored [`JobSchedulerRecord`](scheduler::JobSchedulerRecord) (see
@@ -37,7 +38,9 @@ pub use flow::{FlowError, FlowJob, FlowProducer, FlowProducerOptions, JobNode};
 pub use job::Job;
 pub use job_wait::{JobFinished, WaitError};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
-pub use queue::{AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions};
+pub use queue::{
+    AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions, RateLimitTtl, WorkerInfo,
+};
 pub use runtime::{Runtime, RuntimeOptions};
 pub use supervision::RuntimeEvent;
 pub use telemetry::{Metrics, MetricsKind};

@@ -30,6 +30,7 @@ mod events;
 mod flows_add;
 mod jobs;
 mod modes;
+mod queue_control;
 mod schedulers;
 mod steps;
 mod worker;
@@ -67,6 +68,7 @@ pub use modes::{
     deduplication_extend, deduplication_modes, flow_children_block_parent_completion,
     retention_by_age, retry_placement,
 };
+pub use queue_control::{queue_control_keys_and_counts, queue_control_limits_gate_fetches};
 pub use schedulers::{
     scheduler_cron_next_iteration_by_the_worker, scheduler_cron_run_collision,
     scheduler_every_walks_past_taken_slots, scheduler_iteration_kept_by_drain_and_clean,
@@ -147,7 +149,9 @@ macro_rules! conformance_tests {
             scheduler_every_walks_past_taken_slots,
             scheduler_cron_next_iteration_by_the_worker,
             scheduler_cron_run_collision,
-            scheduler_iteration_kept_by_drain_and_clean
+            scheduler_iteration_kept_by_drain_and_clean,
+            queue_control_limits_gate_fetches,
+            queue_control_keys_and_counts
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {

@@ -60,6 +60,14 @@ impl EventLog {
         self.entries.back().map(|(_, e)| e.id.clone())
     }
 
+    /// Drops the oldest entries beyond the newest `max`; returns how many were dropped.
+    pub(crate) fn trim(&mut self, max: u64) -> u64 {
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        let drop = self.entries.len().saturating_sub(max);
+        self.entries.drain(..drop);
+        drop as u64
+    }
+
     /// Up to `count` entries after `after`.
     pub(crate) fn after(&self, after: StreamId, count: u64) -> Vec<EventEntry> {
         let count = usize::try_from(count.max(1)).unwrap_or(usize::MAX);

@@ -70,6 +70,7 @@ mod finish;
 mod flow;
 mod flow_add;
 mod locks;
+mod queue_control;
 mod queue_state;
 mod schedulers;
 mod sets;

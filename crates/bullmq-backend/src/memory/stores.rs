@@ -100,7 +100,7 @@ impl MemoryQueueStore {
         }
     }
 
-    fn queue<T>(
+    pub(super) fn queue<T>(
         &self,
         f: impl FnOnce(&mut super::queue_state::QueueState, u64) -> BackendResult<T>,
     ) -> BackendResult<T> {

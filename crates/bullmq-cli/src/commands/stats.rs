@@ -46,10 +46,7 @@ pub(crate) async fn run(ctx: &Context, args: StatsArgs) -> Result<()> {
     let queue = super::open_queue(ctx, &args.queue, true).await?;
     let counts = queue.get_job_counts().await.context("reading job counts")?;
     let paused = queue.is_paused().await.context("reading the paused flag")?;
-    let client = queue
-        .redis_client()
-        .context("`stats --workers` reads CLIENT LIST: the queue must be on Redis")?;
-    let workers = list_workers(client, queue.keys()).await?;
+    let workers = list_workers(&queue).await?;
     let keys = queue.keys().clone();
     let stats = Stats {
         counts: STATES

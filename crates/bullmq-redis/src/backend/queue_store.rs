@@ -3,12 +3,14 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use bullmq_backend::queue_control::concurrency_from_meta;
 use bullmq_backend::{
     AddResult, BackendError, BackendResult, Dependencies, DependencyCounts, DependencyKind,
     DependencyPage, JobEnd, JobFlows, JobRecord, JobSchedulers, JobUpdates, Metrics, MetricsKind,
     NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
     UpsertOutcome,
 };
+use bullmq_backend::{GlobalRateLimit, QueueControl};
 use bullmq_protocol::job_record::text_fields;
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 use bullmq_protocol::scheduler::{JobSchedulerRecord, NextIterationPlan, UpsertPlan};
@@ -16,6 +18,7 @@ use bullmq_protocol::state::JobState;
 use fred::prelude::{Client, SortedSetsInterface};
 
 use crate::queue as calls;
+use crate::queue::queue_control as control;
 use crate::{ConnectionConfig, Connections};
 
 /// The producer and admin store of one queue on one Redis connection.
@@ -272,5 +275,75 @@ impl QueueStore for RedisQueueStore {
             owned.close().await;
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl QueueControl for RedisQueueStore {
+    async fn set_global_concurrency(&self, concurrency: u64) -> BackendResult<()> {
+        let fields = [("concurrency", concurrency.to_string())];
+        Ok(control::set_meta_fields(&self.client, &self.keys, &fields).await?)
+    }
+
+    async fn get_global_concurrency(&self) -> BackendResult<Option<u64>> {
+        let values = control::get_meta_fields(&self.client, &self.keys, &["concurrency"]).await?;
+        Ok(concurrency_from_meta(
+            values.first().and_then(Option::as_deref),
+        ))
+    }
+
+    async fn remove_global_concurrency(&self) -> BackendResult<bool> {
+        Ok(control::remove_meta_fields(&self.client, &self.keys, &["concurrency"]).await? > 0)
+    }
+
+    async fn set_global_rate_limit(&self, limit: GlobalRateLimit) -> BackendResult<()> {
+        let fields = [
+            ("max", limit.max.to_string()),
+            ("duration", limit.duration_ms().to_string()),
+        ];
+        Ok(control::set_meta_fields(&self.client, &self.keys, &fields).await?)
+    }
+
+    async fn get_global_rate_limit(&self) -> BackendResult<Option<GlobalRateLimit>> {
+        let values =
+            control::get_meta_fields(&self.client, &self.keys, &["max", "duration"]).await?;
+        let field = |i: usize| values.get(i).and_then(Option::as_deref);
+        Ok(GlobalRateLimit::from_meta(field(0), field(1)))
+    }
+
+    async fn remove_global_rate_limit(&self) -> BackendResult<u64> {
+        Ok(control::remove_meta_fields(&self.client, &self.keys, &["max", "duration"]).await?)
+    }
+
+    async fn set_rate_limit(&self, ttl_ms: u64) -> BackendResult<()> {
+        Ok(control::set_rate_limit(&self.client, &self.keys, ttl_ms.max(1)).await?)
+    }
+
+    async fn get_rate_limit_ttl(&self, max_jobs: Option<u64>) -> BackendResult<i64> {
+        Ok(control::get_rate_limit_ttl(&self.client, &self.keys, max_jobs).await?)
+    }
+
+    async fn remove_rate_limit_key(&self) -> BackendResult<bool> {
+        Ok(control::delete_key(&self.client, self.keys.key(QueueKey::Limiter)).await?)
+    }
+
+    async fn is_maxed(&self) -> BackendResult<bool> {
+        Ok(control::is_maxed(&self.client, &self.keys).await?)
+    }
+
+    async fn trim_events(&self, max_length: u64) -> BackendResult<u64> {
+        Ok(control::trim_events(&self.client, &self.keys, max_length).await?)
+    }
+
+    async fn get_deduplication_job_id(&self, dedup_id: &str) -> BackendResult<Option<String>> {
+        Ok(control::get_string(&self.client, self.keys.deduplication(dedup_id)).await?)
+    }
+
+    async fn remove_deduplication_key(&self, dedup_id: &str) -> BackendResult<bool> {
+        Ok(control::delete_key(&self.client, self.keys.deduplication(dedup_id)).await?)
+    }
+
+    async fn get_counts_per_priority(&self, priorities: &[u32]) -> BackendResult<Vec<u64>> {
+        Ok(control::get_counts_per_priority(&self.client, &self.keys, priorities).await?)
     }
 }

@@ -11,6 +11,7 @@ mod admin;
 mod flow_add;
 mod flows;
 mod getters;
+pub mod queue_control;
 mod reads;
 mod reply;
 pub(crate) mod schedulers;

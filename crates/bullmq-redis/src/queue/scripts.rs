@@ -58,3 +58,7 @@ lua_script!(pub(crate) static READ_JOB_SCHEDULERS = "read_job_schedulers":
     "read_job_schedulers.lua");
 lua_script!(pub(crate) static READ_DEPENDENCIES_PAGE = "read_dependencies_page":
     "read_dependencies_page.lua");
+lua_script!(pub(crate) static IS_MAXED = "is_maxed": "is_maxed.lua");
+lua_script!(pub(crate) static GET_RATE_LIMIT_TTL = "get_rate_limit_ttl": "get_rate_limit_ttl.lua");
+lua_script!(pub(crate) static GET_COUNTS_PER_PRIORITY = "get_counts_per_priority":
+    "get_counts_per_priority.lua");

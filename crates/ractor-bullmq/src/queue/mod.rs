@@ -22,8 +22,11 @@ pub(crate) mod add;
 mod flows;
 mod metrics;
 mod options;
+mod prometheus;
+mod queue_control;
 mod reports;
 mod schedulers;
+mod workers;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -40,7 +43,10 @@ use tracing::Instrument;
 
 pub use add::AddJob;
 pub use options::QueueOptions;
+pub use prometheus::prometheus_text;
+pub use queue_control::RateLimitTtl;
 pub use reports::{JobCounts, JobLogs, QueueMeta};
+pub use workers::{parse_client_list, WorkerInfo};
 
 use crate::error::{QueueError, Result};
 use crate::job::Job;

@@ -4,7 +4,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bullmq_backend::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore};
+use bullmq_backend::{
+    FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore, GlobalRateLimit, QueueControl, QueueStore,
+};
 use bullmq_protocol::keys::QueueKeys;
 use tracing::{Instrument, Span};
 
@@ -309,5 +311,144 @@ impl<S: FlowStore> FlowStore for Traced<S> {
 
     async fn close(&self) -> StoreResult<()> {
         self.0.close().await
+    }
+}
+
+/// Queue control: one DEBUG span per call, `queue` and the call's scalar argument.
+#[async_trait]
+impl<S: QueueStore> QueueControl for Traced<S> {
+    async fn set_global_concurrency(&self, concurrency: u64) -> StoreResult<()> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.set_global_concurrency",
+            QueueStore::queue_name(&self.0),
+            concurrency
+        );
+        in_span(span, self.0.set_global_concurrency(concurrency), |_, _| {}).await
+    }
+
+    async fn get_global_concurrency(&self) -> StoreResult<Option<u64>> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.get_global_concurrency",
+            QueueStore::queue_name(&self.0)
+        );
+        in_span(span, self.0.get_global_concurrency(), |_, _| {}).await
+    }
+
+    async fn remove_global_concurrency(&self) -> StoreResult<bool> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.remove_global_concurrency",
+            QueueStore::queue_name(&self.0)
+        );
+        in_span(span, self.0.remove_global_concurrency(), |_, _| {}).await
+    }
+
+    async fn set_global_rate_limit(&self, limit: GlobalRateLimit) -> StoreResult<()> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.set_global_rate_limit",
+            QueueStore::queue_name(&self.0),
+            max = limit.max,
+            duration_ms = limit.duration_ms()
+        );
+        in_span(span, self.0.set_global_rate_limit(limit), |_, _| {}).await
+    }
+
+    async fn get_global_rate_limit(&self) -> StoreResult<Option<GlobalRateLimit>> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.get_global_rate_limit",
+            QueueStore::queue_name(&self.0)
+        );
+        in_span(span, self.0.get_global_rate_limit(), |_, _| {}).await
+    }
+
+    async fn remove_global_rate_limit(&self) -> StoreResult<u64> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.remove_global_rate_limit",
+            QueueStore::queue_name(&self.0)
+        );
+        in_span(span, self.0.remove_global_rate_limit(), |_, _| {}).await
+    }
+
+    async fn set_rate_limit(&self, ttl_ms: u64) -> StoreResult<()> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.set_rate_limit",
+            QueueStore::queue_name(&self.0),
+            ttl_ms
+        );
+        in_span(span, self.0.set_rate_limit(ttl_ms), |_, _| {}).await
+    }
+
+    async fn get_rate_limit_ttl(&self, max_jobs: Option<u64>) -> StoreResult<i64> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.get_rate_limit_ttl",
+            QueueStore::queue_name(&self.0),
+            max_jobs = tracing::field::debug(max_jobs)
+        );
+        in_span(span, self.0.get_rate_limit_ttl(max_jobs), |_, _| {}).await
+    }
+
+    async fn remove_rate_limit_key(&self) -> StoreResult<bool> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.remove_rate_limit_key",
+            QueueStore::queue_name(&self.0)
+        );
+        in_span(span, self.0.remove_rate_limit_key(), |_, _| {}).await
+    }
+
+    async fn is_maxed(&self) -> StoreResult<bool> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.is_maxed",
+            QueueStore::queue_name(&self.0)
+        );
+        in_span(span, self.0.is_maxed(), |_, _| {}).await
+    }
+
+    async fn trim_events(&self, max_length: u64) -> StoreResult<u64> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.trim_events",
+            QueueStore::queue_name(&self.0),
+            max_length
+        );
+        in_span(span, self.0.trim_events(max_length), |_, _| {}).await
+    }
+
+    async fn get_deduplication_job_id(&self, dedup_id: &str) -> StoreResult<Option<String>> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.get_deduplication_job_id",
+            QueueStore::queue_name(&self.0),
+            dedup_id
+        );
+        in_span(span, self.0.get_deduplication_job_id(dedup_id), |_, _| {}).await
+    }
+
+    async fn remove_deduplication_key(&self, dedup_id: &str) -> StoreResult<bool> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.remove_deduplication_key",
+            QueueStore::queue_name(&self.0),
+            dedup_id
+        );
+        in_span(span, self.0.remove_deduplication_key(dedup_id), |_, _| {}).await
+    }
+
+    async fn get_counts_per_priority(&self, priorities: &[u32]) -> StoreResult<Vec<u64>> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.get_counts_per_priority",
+            QueueStore::queue_name(&self.0),
+            priorities = priorities.len()
+        );
+        in_span(span, self.0.get_counts_per_priority(priorities), |_, _| {}).await
     }
 }

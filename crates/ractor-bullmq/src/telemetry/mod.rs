@@ -31,6 +31,7 @@
 //! | `bullmq.store.move_to_waiting_children`, `.move_to_wait` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.add_flow` | DEBUG | `queue` (the first node's), `jobs` | the traced `FlowStore` |
 //! | `bullmq.store.read_flow_node` | DEBUG | `queue`, `job_id` | the traced `FlowStore` |
+//! | `bullmq.store.set_global_concurrency`, `.get_global_concurrency`, `.remove_global_concurrency`, `.set_global_rate_limit`, `.get_global_rate_limit`, `.remove_global_rate_limit`, `.set_rate_limit`, `.get_rate_limit_ttl`, `.remove_rate_limit_key`, `.is_maxed`, `.trim_events`, `.get_deduplication_job_id`, `.remove_deduplication_key`, `.get_counts_per_priority` | DEBUG | `queue` and the call's argument (`concurrency`, `max`/`duration_ms`, `ttl_ms`, `max_jobs`, `max_length`, `dedup_id`, `priorities` = their number) | the traced `QueueControl` |
 //!
 //! Every `bullmq.store.*` span also has an `error` field recorded when the call fails. The
 //! `bullmq.queue.add` span carries `otel.kind` = `producer`, so with `tracing-opentelemetry`
