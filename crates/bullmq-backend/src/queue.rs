@@ -9,6 +9,7 @@ use bullmq_protocol::JobRecord;
 
 use crate::error::BackendResult;
 use crate::flows::JobFlows;
+use crate::job_control::JobControl;
 use crate::metrics::{Metrics, MetricsKind};
 use crate::schedulers::JobSchedulers;
 use crate::worker::JobUpdates;
@@ -248,7 +249,9 @@ pub trait QueueAdmin: Send + Sync + 'static {
 /// Everything a `Queue` handle needs: [`Producer`], [`QueueAdmin`] and [`JobUpdates`] on one
 /// queue, plus closing.
 #[async_trait]
-pub trait QueueStore: Producer + QueueAdmin + JobUpdates + JobFlows + JobSchedulers {
+pub trait QueueStore:
+    Producer + QueueAdmin + JobUpdates + JobFlows + JobSchedulers + JobControl
+{
     /// The queue's name.
     fn queue_name(&self) -> &str;
 

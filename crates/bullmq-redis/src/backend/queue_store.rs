@@ -4,10 +4,10 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    AddResult, BackendError, BackendResult, Dependencies, DependencyCounts, DependencyKind,
-    DependencyPage, JobEnd, JobFlows, JobRecord, JobSchedulers, JobUpdates, Metrics, MetricsKind,
-    NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
-    UpsertOutcome,
+    AddResult, BackendError, BackendResult, ControlOutcome, Dependencies, DependencyCounts,
+    DependencyKind, DependencyPage, JobControl, JobEnd, JobFlows, JobRecord, JobSchedulers,
+    JobUpdates, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin,
+    QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome,
 };
 use bullmq_protocol::job_record::text_fields;
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
@@ -258,6 +258,22 @@ impl JobSchedulers for RedisQueueStore {
 
     async fn remove_job_scheduler(&self, id: &str) -> BackendResult<bool> {
         Ok(calls::remove_job_scheduler(&self.client, &self.keys, id).await?)
+    }
+}
+
+#[async_trait]
+impl JobControl for RedisQueueStore {
+    async fn retry_job(
+        &self,
+        job_id: &str,
+        from: RetryFrom,
+        reset: RetryReset,
+    ) -> BackendResult<ControlOutcome> {
+        Ok(calls::retry_job(&self.client, &self.keys, job_id, from, reset).await?)
+    }
+
+    async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome> {
+        Ok(calls::promote_job(&self.client, &self.keys, job_id).await?)
     }
 }
 

@@ -58,3 +58,9 @@ lua_script!(pub(crate) static READ_JOB_SCHEDULERS = "read_job_schedulers":
     "read_job_schedulers.lua");
 lua_script!(pub(crate) static READ_DEPENDENCIES_PAGE = "read_dependencies_page":
     "read_dependencies_page.lua");
+lua_script!(pub(crate) static RETRY_JOB = "retry_job":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "retry_job.lua");
+lua_script!(pub(crate) static PROMOTE_JOB = "promote_job":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "promote_job.lua");

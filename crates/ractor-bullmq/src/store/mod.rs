@@ -13,6 +13,8 @@
 //! `bullmq.store.add_log`, `bullmq.store.update_data`, `bullmq.store.get_dependencies`,
 //! `bullmq.store.get_dependency_counts`, `bullmq.store.schedule_next_iteration`,
 //! `bullmq.store.move_to_waiting_children`, `bullmq.store.move_to_wait` (queue, job_id);
+//! for a [`bullmq_backend::JobControl`] (a queue's store), `bullmq.store.retry_job` (queue,
+//! job_id, from, outcome) and `bullmq.store.promote_job` (queue, job_id, outcome);
 //! for a [`bullmq_backend::FlowStore`], `bullmq.store.add_flow` (queue of the first node, jobs)
 //! and `bullmq.store.read_flow_node` (queue, job_id).
 

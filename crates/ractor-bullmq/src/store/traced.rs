@@ -4,7 +4,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bullmq_backend::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore};
+use bullmq_backend::{
+    ControlOutcome, FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore, JobControl, QueueStore,
+    RetryFrom, RetryReset,
+};
 use bullmq_protocol::keys::QueueKeys;
 use tracing::{Instrument, Span};
 
@@ -309,5 +312,42 @@ impl<S: FlowStore> FlowStore for Traced<S> {
 
     async fn close(&self) -> StoreResult<()> {
         self.0.close().await
+    }
+}
+
+#[async_trait]
+impl<S: QueueStore> JobControl for Traced<S> {
+    async fn retry_job(
+        &self,
+        job_id: &str,
+        from: RetryFrom,
+        reset: RetryReset,
+    ) -> StoreResult<ControlOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.retry_job",
+            self.0.queue_name(),
+            job_id,
+            from = from.as_str(),
+            outcome = tracing::field::Empty
+        );
+        in_span(span, self.0.retry_job(job_id, from, reset), |span, o| {
+            span.record("outcome", tracing::field::debug(o));
+        })
+        .await
+    }
+
+    async fn promote_job(&self, job_id: &str) -> StoreResult<ControlOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.promote_job",
+            self.0.queue_name(),
+            job_id,
+            outcome = tracing::field::Empty
+        );
+        in_span(span, self.0.promote_job(job_id), |span, o| {
+            span.record("outcome", tracing::field::debug(o));
+        })
+        .await
     }
 }

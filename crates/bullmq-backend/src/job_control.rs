@@ -1,0 +1,121 @@
+//! Job control on the seam: moving one job by hand, as Node's `job.retry()` and
+//! `job.promote()` do ([`JobControl`]).
+//!
+//! Each operation is one atomic step of the backend that checks where the job is before it
+//! writes anything; a refusal (no such job, not in the expected state) is a typed outcome and
+//! leaves the queue untouched.
+
+use async_trait::async_trait;
+
+use crate::error::BackendResult;
+
+/// Which finished set a retried job is taken from (Node `job.retry(state)`). Exhaustive:
+/// Node retries from these two states only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RetryFrom {
+    /// The `failed` set (Node's default).
+    #[default]
+    Failed,
+    /// The `completed` set.
+    Completed,
+}
+
+impl RetryFrom {
+    /// The state's name as Node writes it (`failed` / `completed`), e.g. in the `waiting`
+    /// event's `prev`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryFrom::Failed => "failed",
+            RetryFrom::Completed => "completed",
+        }
+    }
+
+    /// The job hash field holding the outcome that a retry clears (`failedReason` /
+    /// `returnvalue`).
+    pub fn outcome_field(self) -> &'static str {
+        match self {
+            RetryFrom::Failed => "failedReason",
+            RetryFrom::Completed => "returnvalue",
+        }
+    }
+}
+
+/// What a retry resets besides the outcome (Node `RetryOptions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct RetryReset {
+    /// Clear `atm`, the attempts made (Node `resetAttemptsMade`, default false).
+    pub attempts_made: bool,
+    /// Clear `ats`, the attempts started (Node `resetAttemptsStarted`, default false).
+    pub attempts_started: bool,
+}
+
+impl RetryReset {
+    /// Resets nothing but the outcome.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Also clears the attempts made.
+    #[must_use]
+    pub fn attempts_made(mut self, reset: bool) -> Self {
+        self.attempts_made = reset;
+        self
+    }
+
+    /// Also clears the attempts started.
+    #[must_use]
+    pub fn attempts_started(mut self, reset: bool) -> Self {
+        self.attempts_started = reset;
+        self
+    }
+}
+
+/// Outcome of a [`JobControl`] move. Exhaustive: every caller handles each refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlOutcome {
+    /// The job moved; the operation's event was emitted.
+    Moved,
+    /// No such job; nothing was written (Node -1).
+    NotFound,
+    /// The job is not in the state the operation needs; nothing was written (Node -3).
+    NotInState,
+}
+
+/// Moving one job by hand.
+#[async_trait]
+pub trait JobControl: Send + Sync + 'static {
+    /// Moves a job from `from` back to be processed again (Node `job.retry(state, opts)`):
+    /// clears `finishedOn`, `processedOn` and the outcome field (plus `atm` / `ats` as
+    /// `reset` says), queues it as its `priority` and `lifo` say (prioritized, or the front
+    /// or back of `wait`, waking a worker unless the queue is paused or at its global
+    /// concurrency), returns a flow child to its parent's pending dependencies, and emits
+    /// `waiting` (prev = `from`).
+    async fn retry_job(
+        &self,
+        job_id: &str,
+        from: RetryFrom,
+        reset: RetryReset,
+    ) -> BackendResult<ControlOutcome>;
+
+    /// Moves a delayed job to be processed now (Node `job.promote()`): into `prioritized`
+    /// when it has a priority, else to the back of `wait` as a new job (whatever its `lifo`); sets its `delay` to 0
+    /// and emits `waiting` (prev `delayed`).
+    async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome>;
+}
+
+#[async_trait]
+impl<T: JobControl + ?Sized> JobControl for std::sync::Arc<T> {
+    async fn retry_job(
+        &self,
+        job_id: &str,
+        from: RetryFrom,
+        reset: RetryReset,
+    ) -> BackendResult<ControlOutcome> {
+        (**self).retry_job(job_id, from, reset).await
+    }
+
+    async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome> {
+        (**self).promote_job(job_id).await
+    }
+}
