@@ -1,0 +1,136 @@
+//! Job control: retry a finished job, promote a delayed one; refusals write nothing.
+
+use std::sync::Arc;
+
+use bullmq_protocol::state::JobState;
+
+use super::{fields, Ctx};
+use crate::{Backend, ControlOutcome, FinishAction, FinishCode, Retention, RetryFrom, RetryReset};
+
+/// A completed job retried from `completed` goes back to `wait` with its outcome cleared,
+/// emitting `waiting` (prev `completed`); a failed one with a priority goes to `prioritized`,
+/// with its attempt counters reset as asked. Retrying from the wrong set, an active job or a
+/// missing one is refused and changes nothing.
+pub async fn retry_moves_a_finished_job_back(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let done = c.add("done", "{}").await;
+    let job = c.fetch_one().await;
+    assert_eq!(c.complete(&job, Retention::KEEP_ALL).await, FinishCode::Ok);
+
+    let none = RetryReset::none();
+    assert_eq!(
+        c.queue
+            .retry_job(&done, RetryFrom::Failed, none)
+            .await
+            .unwrap(),
+        ControlOutcome::NotInState,
+        "a completed job is not retried from failed"
+    );
+    assert_eq!(c.state(&done).await, JobState::Completed);
+    assert_eq!(
+        c.queue
+            .retry_job(&done, RetryFrom::Completed, none)
+            .await
+            .unwrap(),
+        ControlOutcome::Moved
+    );
+    assert_eq!(c.state(&done).await, JobState::Waiting);
+    let record = c.queue.get_job(&done).await.unwrap().expect("job kept");
+    assert_eq!(record.finished_on, None);
+    assert_eq!(record.processed_on, None);
+    assert_eq!(record.returnvalue, None);
+    assert_eq!(record.attempts_made, 1, "attempts kept without reset");
+    assert_eq!(
+        c.events_named("waiting").await.last().cloned(),
+        Some(fields(&[
+            ("event", "waiting"),
+            ("jobId", &done),
+            ("prev", "completed")
+        ]))
+    );
+
+    // Take the retried job out of the way, then fail a prioritized one.
+    let again = c.fetch_one().await;
+    assert_eq!(again.id, done);
+    let failed = c.add("failed", r#"{"priority":3}"#).await;
+    let job = c.fetch_one().await;
+    assert_eq!(job.id, failed);
+    let fail = FinishAction::Fail {
+        reason: "boom".into(),
+        stacktrace: None,
+        attempts: 1,
+        keep: Retention::KEEP_ALL,
+    };
+    assert_eq!(c.finish(&job, fail).await, FinishCode::Ok);
+    let reset = RetryReset::none()
+        .attempts_made(true)
+        .attempts_started(true);
+    assert_eq!(
+        c.queue
+            .retry_job(&failed, RetryFrom::Failed, reset)
+            .await
+            .unwrap(),
+        ControlOutcome::Moved
+    );
+    assert_eq!(c.state(&failed).await, JobState::Prioritized);
+    let record = c.queue.get_job(&failed).await.unwrap().expect("job kept");
+    assert_eq!(record.failed_reason, None);
+    assert_eq!((record.attempts_made, record.attempts_started), (0, 0));
+
+    assert_eq!(
+        c.queue
+            .retry_job(&done, RetryFrom::Completed, none)
+            .await
+            .unwrap(),
+        ControlOutcome::NotInState,
+        "an active job is not retried"
+    );
+    assert_eq!(c.state(&done).await, JobState::Active);
+    assert_eq!(
+        c.queue
+            .retry_job("missing", RetryFrom::Failed, none)
+            .await
+            .unwrap(),
+        ControlOutcome::NotFound
+    );
+    c.close().await;
+}
+
+/// A delayed job promoted goes to `wait` (or `prioritized` with a priority) with `delay` 0,
+/// emitting `waiting` (prev `delayed`); a job that is not delayed is refused.
+pub async fn promote_moves_a_delayed_job_now(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let plain = c.add("plain", r#"{"delay":60000}"#).await;
+    let urgent = c.add("urgent", r#"{"delay":60000,"priority":2}"#).await;
+    assert_eq!(
+        c.queue.promote_job(&plain).await.unwrap(),
+        ControlOutcome::Moved
+    );
+    assert_eq!(c.state(&plain).await, JobState::Waiting);
+    assert_eq!(c.queue.get_job(&plain).await.unwrap().unwrap().delay, 0);
+    assert_eq!(
+        c.events_named("waiting").await.last().cloned(),
+        Some(fields(&[
+            ("event", "waiting"),
+            ("jobId", &plain),
+            ("prev", "delayed")
+        ]))
+    );
+    assert_eq!(
+        c.queue.promote_job(&urgent).await.unwrap(),
+        ControlOutcome::Moved
+    );
+    assert_eq!(c.state(&urgent).await, JobState::Prioritized);
+
+    assert_eq!(
+        c.queue.promote_job(&plain).await.unwrap(),
+        ControlOutcome::NotInState,
+        "a waiting job is not promoted"
+    );
+    assert_eq!(c.state(&plain).await, JobState::Waiting);
+    assert_eq!(
+        c.queue.promote_job("missing").await.unwrap(),
+        ControlOutcome::NotInState
+    );
+    c.close().await;
+}
