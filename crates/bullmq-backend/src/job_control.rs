@@ -5,6 +5,8 @@
 //! writes anything; a refusal (no such job, not in the expected state) is a typed outcome and
 //! leaves the queue untouched.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 
 use crate::error::BackendResult;
@@ -102,6 +104,22 @@ pub trait JobControl: Send + Sync + 'static {
     /// when it has a priority, else to the back of `wait` as a new job (whatever its `lifo`); sets its `delay` to 0
     /// and emits `waiting` (prev `delayed`).
     async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome>;
+
+    /// Sets a job's `priority` (Node `job.changePriority({priority, lifo})`; 0 = none, already
+    /// validated by the caller). A job in `prioritized` or `wait` is queued again: priority 0
+    /// goes to `wait` (its back, or its front with `lifo`), a priority to `prioritized` (after
+    /// the jobs of that priority, or ahead of them all with `lifo`). A job in another state
+    /// only has its field changed. No event, as Node. Never [`ControlOutcome::NotInState`].
+    async fn change_priority(
+        &self,
+        job_id: &str,
+        priority: u32,
+        lifo: bool,
+    ) -> BackendResult<ControlOutcome>;
+
+    /// Reschedules a delayed job to be due `delay` from now (Node `job.changeDelay(delay)`):
+    /// sets its `delay` field and emits `delayed` (jobId, delay = the due time in ms).
+    async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome>;
 }
 
 #[async_trait]
@@ -117,5 +135,18 @@ impl<T: JobControl + ?Sized> JobControl for std::sync::Arc<T> {
 
     async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome> {
         (**self).promote_job(job_id).await
+    }
+
+    async fn change_priority(
+        &self,
+        job_id: &str,
+        priority: u32,
+        lifo: bool,
+    ) -> BackendResult<ControlOutcome> {
+        (**self).change_priority(job_id, priority, lifo).await
+    }
+
+    async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome> {
+        (**self).change_delay(job_id, delay).await
     }
 }

@@ -134,3 +134,74 @@ pub async fn promote_moves_a_delayed_job_now(backend: Arc<dyn Backend>, queue: &
     );
     c.close().await;
 }
+
+/// A waiting job given a priority moves to `prioritized`, and back to `wait` with priority 0;
+/// a delayed job keeps its place with the new field; a missing job is reported.
+pub async fn change_priority_requeues_a_waiting_job(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let id = c.add("a", "{}").await;
+    let delayed = c.add("d", r#"{"delay":60000}"#).await;
+    assert_eq!(
+        c.queue.change_priority(&id, 5, false).await.unwrap(),
+        ControlOutcome::Moved
+    );
+    assert_eq!(c.state(&id).await, JobState::Prioritized);
+    assert_eq!(c.queue.get_job(&id).await.unwrap().unwrap().priority, 5);
+    assert_eq!(
+        c.queue.change_priority(&id, 0, true).await.unwrap(),
+        ControlOutcome::Moved
+    );
+    assert_eq!(c.state(&id).await, JobState::Waiting);
+    assert_eq!(
+        c.queue.change_priority(&delayed, 4, false).await.unwrap(),
+        ControlOutcome::Moved
+    );
+    assert_eq!(c.state(&delayed).await, JobState::Delayed);
+    assert_eq!(
+        c.queue.get_job(&delayed).await.unwrap().unwrap().priority,
+        4
+    );
+    assert_eq!(
+        c.queue.change_priority("missing", 1, false).await.unwrap(),
+        ControlOutcome::NotFound
+    );
+    c.close().await;
+}
+
+/// A delayed job rescheduled gets its new `delay` and a `delayed` event with its new due
+/// time; a waiting job is refused, a missing one reported.
+pub async fn change_delay_reschedules_a_delayed_job(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let id = c.add("d", r#"{"delay":60000}"#).await;
+    let waiting = c.add("w", "{}").await;
+    let before = crate::now_ms();
+    assert_eq!(
+        c.queue
+            .change_delay(&id, std::time::Duration::from_secs(120))
+            .await
+            .unwrap(),
+        ControlOutcome::Moved
+    );
+    assert_eq!(c.state(&id).await, JobState::Delayed);
+    assert_eq!(c.queue.get_job(&id).await.unwrap().unwrap().delay, 120_000);
+    let event = c.events_named("delayed").await.last().cloned().unwrap();
+    assert_eq!(event["jobId"], id);
+    let due: u64 = event["delay"].parse().unwrap();
+    assert!(due >= before + 120_000, "due {due} from {before}");
+    assert_eq!(
+        c.queue
+            .change_delay(&waiting, std::time::Duration::from_secs(1))
+            .await
+            .unwrap(),
+        ControlOutcome::NotInState
+    );
+    assert_eq!(c.state(&waiting).await, JobState::Waiting);
+    assert_eq!(
+        c.queue
+            .change_delay("missing", std::time::Duration::from_secs(1))
+            .await
+            .unwrap(),
+        ControlOutcome::NotFound
+    );
+    c.close().await;
+}

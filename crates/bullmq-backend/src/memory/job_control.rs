@@ -1,5 +1,5 @@
-//! Job control (retry a finished job, promote a delayed one), step by step as the Redis
-//! backend's `retry_job.lua` and `promote_job.lua`.
+//! Job control (retry a finished job, promote a delayed one, change a job's priority or
+//! delay), step by step as the Redis backend's scripts of the same names.
 
 use crate::job_control::{ControlOutcome, RetryFrom, RetryReset};
 
@@ -13,24 +13,6 @@ fn lifo(q: &QueueState, id: &str) -> bool {
         .and_then(|opts| serde_json::from_str::<serde_json::Value>(opts).ok())
         .and_then(|opts| opts.get("lifo").and_then(serde_json::Value::as_bool))
         .unwrap_or(false)
-}
-
-/// Queues a job that is in no set: prioritized when it has a priority, else pushed to `wait`
-/// (`lifo`: the end workers take from), waking a worker unless the queue is gated.
-fn enqueue(q: &mut QueueState, id: &str, lifo: bool) {
-    let gated = q.paused_or_maxed();
-    let priority = q.int_field(id, "priority");
-    if priority > 0 {
-        let score = q.next_priority_score(priority);
-        q.prioritized.add(score, id);
-    } else if lifo {
-        q.wait.push_back(id.to_owned());
-    } else {
-        q.wait.push_front(id.to_owned());
-    }
-    if !gated {
-        q.signal_ready();
-    }
 }
 
 /// `job.retry(from, reset)`.
@@ -65,7 +47,7 @@ pub(crate) fn retry(
         }
     }
     let lifo = lifo(q, id);
-    enqueue(q, id, lifo);
+    q.enqueue_ready(id, lifo);
     let job_key = q.job_key(id);
     let parent_key = q.field(id, "parentKey").map(str::to_owned);
     if let Some(parent_key) = parent_key {
@@ -126,7 +108,7 @@ pub(crate) fn promote(q: &mut QueueState, id: &str, now: u64) -> ControlOutcome 
         return ControlOutcome::NotInState;
     }
     // Node pushes a promoted job to the back of the line (LPUSH) whatever its `lifo`.
-    enqueue(q, id, false);
+    q.enqueue_ready(id, false);
     q.signal_delayed();
     // Node's promote appends this event without trimming the stream.
     q.emit_capped(
@@ -136,5 +118,60 @@ pub(crate) fn promote(q: &mut QueueState, id: &str, now: u64) -> ControlOutcome 
         u64::MAX,
     );
     q.set_field(id, "delay", "0");
+    ControlOutcome::Moved
+}
+
+/// `job.changePriority({priority, lifo})`.
+pub(crate) fn change_priority(
+    q: &mut QueueState,
+    id: &str,
+    priority: u32,
+    lifo: bool,
+) -> ControlOutcome {
+    if !q.jobs.contains_key(id) {
+        return ControlOutcome::NotFound;
+    }
+    let queued = q.prioritized.remove(id)
+        || match q.wait.iter().rposition(|w| w == id) {
+            Some(at) => q.wait.remove(at).is_some(),
+            None => false,
+        };
+    if queued {
+        let gated = q.paused_or_maxed();
+        if priority == 0 {
+            if lifo {
+                q.wait.push_back(id.to_owned());
+            } else {
+                q.wait.push_front(id.to_owned());
+            }
+            if !gated {
+                q.signal_ready();
+            }
+        } else if lifo {
+            // Ahead of every job of its priority, and no marker, as Node.
+            q.prioritized
+                .add(bullmq_protocol::score::priority_score(priority, 0), id);
+        } else {
+            let score = q.next_priority_score(u64::from(priority));
+            q.prioritized.add(score, id);
+            if !gated {
+                q.signal_ready();
+            }
+        }
+    }
+    q.set_field(id, "priority", priority.to_string());
+    ControlOutcome::Moved
+}
+
+/// `job.changeDelay(delay)`.
+pub(crate) fn change_delay(q: &mut QueueState, id: &str, delay: u64, now: u64) -> ControlOutcome {
+    if !q.jobs.contains_key(id) {
+        return ControlOutcome::NotFound;
+    }
+    if !q.delayed.remove(id) {
+        return ControlOutcome::NotInState;
+    }
+    q.set_field(id, "delay", delay.to_string());
+    q.push_delayed(now, id, now.saturating_add(delay), true);
     ControlOutcome::Moved
 }

@@ -339,6 +339,19 @@ impl JobControl for MemoryQueueStore {
     async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome> {
         self.queue(|q, now| Ok(job_control::promote(q, job_id, now)))
     }
+
+    async fn change_priority(
+        &self,
+        job_id: &str,
+        priority: u32,
+        lifo: bool,
+    ) -> BackendResult<ControlOutcome> {
+        self.queue(|q, _| Ok(job_control::change_priority(q, job_id, priority, lifo)))
+    }
+
+    async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome> {
+        self.queue(|q, now| Ok(job_control::change_delay(q, job_id, ms(delay), now)))
+    }
 }
 
 #[async_trait]

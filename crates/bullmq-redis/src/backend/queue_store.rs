@@ -275,6 +275,25 @@ impl JobControl for RedisQueueStore {
     async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome> {
         Ok(calls::promote_job(&self.client, &self.keys, job_id).await?)
     }
+
+    async fn change_priority(
+        &self,
+        job_id: &str,
+        priority: u32,
+        lifo: bool,
+    ) -> BackendResult<ControlOutcome> {
+        Ok(calls::change_priority(&self.client, &self.keys, job_id, priority, lifo).await?)
+    }
+
+    async fn change_delay(
+        &self,
+        job_id: &str,
+        delay: std::time::Duration,
+    ) -> BackendResult<ControlOutcome> {
+        let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        let now = bullmq_backend::now_ms();
+        Ok(calls::change_delay(&self.client, &self.keys, job_id, delay_ms, now).await?)
+    }
 }
 
 #[async_trait]

@@ -1,12 +1,12 @@
-//! Job control: retry a finished job, promote a delayed one (Node `job.retry`,
-//! `job.promote`). Each is one script that checks before it writes.
+//! Job control: retry a finished job, promote a delayed one, change a job's priority or
+//! delay (Node `job.retry`, `job.promote`, `job.changePriority`, `job.changeDelay`). Each is one script that checks before it writes.
 
 use bullmq_backend::{ControlOutcome, RetryFrom, RetryReset};
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 use fred::prelude::{Client, Value};
 
 use super::reply::{integer, unexpected};
-use super::scripts::{PROMOTE_JOB, RETRY_JOB};
+use super::scripts::{CHANGE_DELAY, CHANGE_PRIORITY, PROMOTE_JOB, RETRY_JOB};
 use crate::error::Result;
 
 /// Moves job `job_id` from the `from` set back to be processed (see
@@ -82,6 +82,81 @@ pub async fn promote_job(
         -3 => Ok(ControlOutcome::NotInState),
         code => Err(unexpected(
             PROMOTE_JOB.name(),
+            format!("unknown code {code}"),
+        )),
+    }
+}
+
+/// Sets job `job_id`'s priority, re-queueing it when it is waiting or prioritized (see
+/// [`bullmq_backend::JobControl::change_priority`]).
+///
+/// # Errors
+///
+/// [`crate::RedisError::Command`] when the call fails.
+pub async fn change_priority(
+    client: &Client,
+    keys: &QueueKeys,
+    job_id: &str,
+    priority: u32,
+    lifo: bool,
+) -> Result<ControlOutcome> {
+    let script_keys = vec![
+        keys.job(job_id),
+        keys.key(QueueKey::Wait),
+        keys.key(QueueKey::Prioritized),
+        keys.key(QueueKey::PriorityCounter),
+        keys.key(QueueKey::Marker),
+        keys.key(QueueKey::Meta),
+        keys.key(QueueKey::Active),
+    ];
+    let args = vec![
+        Value::from(job_id),
+        Value::from(i64::from(priority)),
+        Value::from(if lifo { "1" } else { "0" }),
+    ];
+    let reply: Value = CHANGE_PRIORITY.run(client, script_keys, args).await?;
+    match integer(CHANGE_PRIORITY.name(), &reply)? {
+        0 => Ok(ControlOutcome::Moved),
+        -1 => Ok(ControlOutcome::NotFound),
+        code => Err(unexpected(
+            CHANGE_PRIORITY.name(),
+            format!("unknown code {code}"),
+        )),
+    }
+}
+
+/// Reschedules the delayed job `job_id` to be due `delay_ms` after `now_ms` (see
+/// [`bullmq_backend::JobControl::change_delay`]).
+///
+/// # Errors
+///
+/// [`crate::RedisError::Command`] when the call fails.
+pub async fn change_delay(
+    client: &Client,
+    keys: &QueueKeys,
+    job_id: &str,
+    delay_ms: u64,
+    now_ms: u64,
+) -> Result<ControlOutcome> {
+    let script_keys = vec![
+        keys.job(job_id),
+        keys.key(QueueKey::Delayed),
+        keys.key(QueueKey::Marker),
+        keys.key(QueueKey::Meta),
+        keys.key(QueueKey::Events),
+    ];
+    let args = vec![
+        Value::from(job_id),
+        Value::from(delay_ms.to_string()),
+        Value::from(now_ms.to_string()),
+    ];
+    let reply: Value = CHANGE_DELAY.run(client, script_keys, args).await?;
+    match integer(CHANGE_DELAY.name(), &reply)? {
+        0 => Ok(ControlOutcome::Moved),
+        -1 => Ok(ControlOutcome::NotFound),
+        -3 => Ok(ControlOutcome::NotInState),
+        code => Err(unexpected(
+            CHANGE_DELAY.name(),
             format!("unknown code {code}"),
         )),
     }

@@ -64,3 +64,8 @@ lua_script!(pub(crate) static RETRY_JOB = "retry_job":
 lua_script!(pub(crate) static PROMOTE_JOB = "promote_job":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
     "includes/enqueue.lua", "promote_job.lua");
+lua_script!(pub(crate) static CHANGE_PRIORITY = "change_priority":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "change_priority.lua");
+lua_script!(pub(crate) static CHANGE_DELAY = "change_delay":
+    "includes/scores.lua", "includes/events.lua", "includes/markers.lua", "change_delay.lua");

@@ -4,8 +4,12 @@
 //!
 //! [`Job`]: crate::Job
 
+use std::time::Duration;
+
 use bullmq_backend::{ControlOutcome, RetryFrom, RetryReset};
+use bullmq_protocol::score::MAX_PRIORITY;
 use bullmq_protocol::state::JobState;
+use bullmq_protocol::ValidationError;
 
 use super::Queue;
 use crate::error::{QueueError, Result};
@@ -43,6 +47,39 @@ impl Queue {
     /// it is not delayed (nothing is written then); [`QueueError::Redis`].
     pub async fn promote_job(&self, job_id: &str) -> Result<()> {
         let outcome = self.inner.store.promote_job(job_id).await?;
+        self.control_result(job_id, "delayed", outcome).await
+    }
+
+    /// Sets a job's priority (Node `job.changePriority({priority, lifo})`; 0 = none). A
+    /// waiting or prioritized job is queued again by it: with `lifo`, ahead of the jobs of
+    /// its priority (or at the front of `wait` for 0); a job in any other state keeps its
+    /// place and takes the priority when it is next queued. No event is emitted, as Node.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Validation`] when `priority` is above 2 097 151 (nothing written);
+    /// [`QueueError::JobNotFound`]; [`QueueError::Redis`].
+    pub async fn change_priority(&self, job_id: &str, priority: u32, lifo: bool) -> Result<()> {
+        if priority > MAX_PRIORITY {
+            return Err(ValidationError::PriorityOutOfRange { priority }.into());
+        }
+        let outcome = self
+            .inner
+            .store
+            .change_priority(job_id, priority, lifo)
+            .await?;
+        self.control_result(job_id, "", outcome).await
+    }
+
+    /// Reschedules a delayed job to be due `delay` from now (Node `job.changeDelay(delay)`),
+    /// emitting `delayed`.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::JobNotFound`]; [`QueueError::JobNotInState`] naming the job's state when
+    /// it is not delayed (nothing is written then); [`QueueError::Redis`].
+    pub async fn change_delay(&self, job_id: &str, delay: Duration) -> Result<()> {
+        let outcome = self.inner.store.change_delay(job_id, delay).await?;
         self.control_result(job_id, "delayed", outcome).await
     }
 

@@ -14,7 +14,9 @@
 //! `bullmq.store.get_dependency_counts`, `bullmq.store.schedule_next_iteration`,
 //! `bullmq.store.move_to_waiting_children`, `bullmq.store.move_to_wait` (queue, job_id);
 //! for a [`bullmq_backend::JobControl`] (a queue's store), `bullmq.store.retry_job` (queue,
-//! job_id, from, outcome) and `bullmq.store.promote_job` (queue, job_id, outcome);
+//! job_id, from, outcome), `bullmq.store.promote_job` (queue, job_id, outcome),
+//! `bullmq.store.change_priority` (queue, job_id, priority, outcome) and
+//! `bullmq.store.change_delay` (queue, job_id, delay_ms, outcome);
 //! for a [`bullmq_backend::FlowStore`], `bullmq.store.add_flow` (queue of the first node, jobs)
 //! and `bullmq.store.read_flow_node` (queue, job_id).
 

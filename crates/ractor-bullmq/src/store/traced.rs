@@ -350,4 +350,43 @@ impl<S: QueueStore> JobControl for Traced<S> {
         })
         .await
     }
+
+    async fn change_priority(
+        &self,
+        job_id: &str,
+        priority: u32,
+        lifo: bool,
+    ) -> StoreResult<ControlOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.change_priority",
+            self.0.queue_name(),
+            job_id,
+            priority,
+            outcome = tracing::field::Empty
+        );
+        in_span(
+            span,
+            self.0.change_priority(job_id, priority, lifo),
+            |span, o| {
+                span.record("outcome", tracing::field::debug(o));
+            },
+        )
+        .await
+    }
+
+    async fn change_delay(&self, job_id: &str, delay: Duration) -> StoreResult<ControlOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.change_delay",
+            self.0.queue_name(),
+            job_id,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            outcome = tracing::field::Empty
+        );
+        in_span(span, self.0.change_delay(job_id, delay), |span, o| {
+            span.record("outcome", tracing::field::debug(o));
+        })
+        .await
+    }
 }
