@@ -282,3 +282,129 @@ async fn refusals_write_nothing() -> Result<()> {
     cleanup(&queue).await?;
     Ok(())
 }
+
+/// The starting state of the priority and delay case: `w1` `w2` `w3` waiting, `p1` `p2`
+/// prioritized (priority 1), `d1` delayed.
+async fn prepare_priorities(queue: &str) -> Result<()> {
+    let add = |id: &str, opts: Value| {
+        let mut opts = opts;
+        opts["jobId"] = json!(id);
+        json!({"op": "add", "name": id, "data": {"id": id}, "opts": opts})
+    };
+    let steps = json!([
+        add("w1", json!({})),
+        add("w2", json!({})),
+        add("w3", json!({})),
+        add("p1", json!({"priority": 1})),
+        add("p2", json!({"priority": 1})),
+        add("d1", json!({"delay": 60000})),
+    ]);
+    let report = run_node("manual.js", &json!({"queue": queue, "steps": steps})).await?;
+    assert!(
+        report["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|r| r.get("error").is_none()),
+        "preparation failed: {report}"
+    );
+    Ok(())
+}
+
+/// The order Node's getters list `queue`'s waiting and prioritized jobs in (the snapshot
+/// compares zset members, not their order).
+async fn node_order(queue: &str) -> Result<Value> {
+    let script = format!(
+        "const {{ Queue }} = require('bullmq'); const {{ connectionOptions }} = require('./lib');\
+         (async () => {{\
+           const q = new Queue({queue:?}, {{ connection: connectionOptions() }});\
+           const ids = jobs => jobs.map(j => j.id);\
+           const out = {{ waiting: ids(await q.getWaiting()), prioritized: ids(await q.getPrioritized()),\
+                          d1: (await q.getJob('d1')).priority }};\
+           await q.close();\
+           process.stdout.write(JSON.stringify(out));\
+         }})().then(() => process.exit(0), e => {{ console.error(e); process.exit(1); }});"
+    );
+    node_eval(&script).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_priority_and_delay_leave_the_same_state_as_node() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let node_q = unique_queue("jobctl-prio-node");
+    let our_q = unique_queue("jobctl-prio-rust");
+    prepare_priorities(&node_q).await?;
+    prepare_priorities(&our_q).await?;
+    let before_node = read_events(&node_q).await?.len();
+    let before_ours = read_events(&our_q).await?.len();
+
+    let script = format!(
+        "const {{ Queue, Job }} = require('bullmq'); const {{ connectionOptions }} = require('./lib');\
+         (async () => {{\
+           const q = new Queue({node_q:?}, {{ connection: connectionOptions() }});\
+           const job = id => Job.fromId(q, id);\
+           await (await job('w2')).changePriority({{ priority: 3 }});\
+           await (await job('p2')).changePriority({{ priority: 1, lifo: true }});\
+           await (await job('p1')).changePriority({{ priority: 0 }});\
+           await (await job('w3')).changePriority({{ priority: 0, lifo: true }});\
+           await (await job('d1')).changePriority({{ priority: 7 }});\
+           await (await job('d1')).changeDelay(5000);\
+           let refusal = null;\
+           try {{ await (await job('w1')).changeDelay(10); }} catch (e) {{ refusal = e.message; }}\
+           await q.close();\
+           process.stdout.write(JSON.stringify({{ refusal }}));\
+         }})().then(() => process.exit(0), e => {{ console.error(e); process.exit(1); }});"
+    );
+    let node = node_eval(&script).await?;
+    assert_eq!(
+        node["refusal"],
+        json!("Job w1 is not in the delayed state. changeDelay")
+    );
+
+    let q = open_queue(&our_q).await?;
+    q.change_priority("w2", 3, false).await?;
+    q.change_priority("p2", 1, true).await?;
+    q.change_priority("p1", 0, false).await?;
+    q.change_priority("w3", 0, true).await?;
+    q.change_priority("d1", 7, false).await?;
+    q.change_delay("d1", std::time::Duration::from_millis(5000))
+        .await?;
+    let refused = q
+        .change_delay("w1", std::time::Duration::from_millis(10))
+        .await
+        .expect_err("a waiting job is not rescheduled");
+    assert_eq!(refused.to_string(), "job w1 is not delayed, it is waiting");
+    let refused = q
+        .change_priority("w1", 3_000_000, false)
+        .await
+        .expect_err("priority out of range");
+    assert!(matches!(refused, QueueError::Validation(_)), "{refused:?}");
+    let refused = q
+        .change_priority("missing", 1, false)
+        .await
+        .expect_err("missing job");
+    assert!(
+        matches!(refused, QueueError::JobNotFound { .. }),
+        "{refused:?}"
+    );
+    q.close().await?;
+
+    let theirs = snapshot(&node_q, &[(node_q.as_str(), "<q>")]).await?;
+    let ours = snapshot(&our_q, &[(our_q.as_str(), "<q>")]).await?;
+    assert_same_state(&ours, &theirs, "after change_priority and change_delay");
+    let node_order_ours = node_order(&our_q).await?;
+    assert_eq!(node_order_ours, node_order(&node_q).await?);
+    assert_eq!(node_order_ours["prioritized"], json!(["p2", "w2"]));
+    let node_events = read_events(&node_q).await?;
+    let our_events = read_events(&our_q).await?;
+    assert_eq!(
+        normalized_events(&our_events[before_ours..]),
+        normalized_events(&node_events[before_node..]),
+        "the same events (one `delayed`)"
+    );
+    cleanup(&node_q).await?;
+    cleanup(&our_q).await?;
+    Ok(())
+}
