@@ -120,6 +120,10 @@ pub trait JobControl: Send + Sync + 'static {
     /// Reschedules a delayed job to be due `delay` from now (Node `job.changeDelay(delay)`):
     /// sets its `delay` field and emits `delayed` (jobId, delay = the due time in ms).
     async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome>;
+
+    /// Deletes a job's log lines, keeping the newest `keep` (0: all go), as Node's
+    /// `job.clearLogs(keepLogs)`. A job without logs (or no such job) is not an error.
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()>;
 }
 
 #[async_trait]
@@ -148,5 +152,9 @@ impl<T: JobControl + ?Sized> JobControl for std::sync::Arc<T> {
 
     async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome> {
         (**self).change_delay(job_id, delay).await
+    }
+
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()> {
+        (**self).clear_logs(job_id, keep).await
     }
 }

@@ -205,3 +205,21 @@ pub async fn change_delay_reschedules_a_delayed_job(backend: Arc<dyn Backend>, q
     );
     c.close().await;
 }
+
+/// Clearing a job's logs keeps the newest `keep` lines, or none for 0.
+pub async fn clear_logs_keeps_the_newest(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let id = c.add("a", "{}").await;
+    for line in ["a", "b", "c"] {
+        c.queue.add_log(&id, line, None).await.unwrap();
+    }
+    c.queue.clear_logs(&id, 2).await.unwrap();
+    assert_eq!(
+        c.queue.get_job_logs(&id, 0, -1, true).await.unwrap(),
+        (vec!["b".to_owned(), "c".to_owned()], 2)
+    );
+    c.queue.clear_logs(&id, 0).await.unwrap();
+    assert_eq!(c.queue.get_job_logs(&id, 0, -1, true).await.unwrap().1, 0);
+    c.queue.clear_logs("missing", 0).await.unwrap();
+    c.close().await;
+}

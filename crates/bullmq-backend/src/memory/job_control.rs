@@ -175,3 +175,16 @@ pub(crate) fn change_delay(q: &mut QueueState, id: &str, delay: u64, now: u64) -
     q.push_delayed(now, id, now.saturating_add(delay), true);
     ControlOutcome::Moved
 }
+
+/// `job.clearLogs(keep)`: `LTRIM -keep -1`, or `DEL` for 0.
+pub(crate) fn clear_logs(q: &mut QueueState, id: &str, keep: u64) {
+    let keep = usize::try_from(keep).unwrap_or(usize::MAX);
+    if keep == 0 {
+        q.logs.remove(id);
+        return;
+    }
+    if let Some(lines) = q.logs.get_mut(id) {
+        let drop = lines.len().saturating_sub(keep);
+        lines.drain(..drop);
+    }
+}

@@ -352,6 +352,13 @@ impl JobControl for MemoryQueueStore {
     async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome> {
         self.queue(|q, now| Ok(job_control::change_delay(q, job_id, ms(delay), now)))
     }
+
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()> {
+        self.queue(|q, _| {
+            job_control::clear_logs(q, job_id, keep);
+            Ok(())
+        })
+    }
 }
 
 #[async_trait]

@@ -294,6 +294,10 @@ impl JobControl for RedisQueueStore {
         let now = bullmq_backend::now_ms();
         Ok(calls::change_delay(&self.client, &self.keys, job_id, delay_ms, now).await?)
     }
+
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()> {
+        Ok(calls::clear_logs(&self.client, &self.keys, job_id, keep).await?)
+    }
 }
 
 #[async_trait]

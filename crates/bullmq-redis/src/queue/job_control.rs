@@ -3,7 +3,7 @@
 
 use bullmq_backend::{ControlOutcome, RetryFrom, RetryReset};
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
-use fred::prelude::{Client, Value};
+use fred::prelude::{Client, KeysInterface, ListInterface, Value};
 
 use super::reply::{integer, unexpected};
 use super::scripts::{CHANGE_DELAY, CHANGE_PRIORITY, PROMOTE_JOB, RETRY_JOB};
@@ -160,4 +160,21 @@ pub async fn change_delay(
             format!("unknown code {code}"),
         )),
     }
+}
+
+/// Deletes job `job_id`'s log lines but the newest `keep` (0: all), with one command as Node
+/// (`LTRIM {id}:logs -keep -1`, or `DEL`).
+///
+/// # Errors
+///
+/// [`crate::RedisError::Command`] when the call fails.
+pub async fn clear_logs(client: &Client, keys: &QueueKeys, job_id: &str, keep: u64) -> Result<()> {
+    let logs = format!("{}:logs", keys.job(job_id));
+    if keep == 0 {
+        let _: i64 = client.del(logs).await?;
+    } else {
+        let start = -i64::try_from(keep).unwrap_or(i64::MAX);
+        let _: () = client.ltrim(logs, start, -1).await?;
+    }
+    Ok(())
 }

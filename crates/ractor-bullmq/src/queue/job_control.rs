@@ -83,6 +83,16 @@ impl Queue {
         self.control_result(job_id, "delayed", outcome).await
     }
 
+    /// Deletes the job's log lines but the newest `keep` (0: all), as Node's
+    /// `job.clearLogs(keepLogs)`. A job without logs is not an error.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn clear_logs(&self, job_id: &str, keep: u64) -> Result<()> {
+        Ok(self.inner.store.clear_logs(job_id, keep).await?)
+    }
+
     /// Whether the job is completed (Node `job.isCompleted()`).
     ///
     /// # Errors

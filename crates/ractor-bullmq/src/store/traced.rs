@@ -389,4 +389,15 @@ impl<S: QueueStore> JobControl for Traced<S> {
         })
         .await
     }
+
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> StoreResult<()> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.clear_logs",
+            self.0.queue_name(),
+            job_id,
+            keep
+        );
+        in_span(span, self.0.clear_logs(job_id, keep), |_, _| {}).await
+    }
 }

@@ -29,7 +29,7 @@
 //! | `bullmq.store.get_dependencies`, `.get_dependency_counts` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.schedule_next_iteration` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.move_to_waiting_children`, `.move_to_wait` | DEBUG | `queue`, `job_id` | the traced `Store` |
-//! | `bullmq.store.retry_job`, `.promote_job`, `.change_priority`, `.change_delay` | DEBUG | `queue`, `job_id`, `from` (retry), `priority`, `delay_ms`, `outcome` | the traced `JobControl` |
+//! | `bullmq.store.retry_job`, `.promote_job`, `.change_priority`, `.change_delay`, `.clear_logs` | DEBUG | `queue`, `job_id`, `from` (retry), `priority`, `delay_ms`, `keep` (clear_logs), `outcome` | the traced `JobControl` |
 //! | `bullmq.store.add_flow` | DEBUG | `queue` (the first node's), `jobs` | the traced `FlowStore` |
 //! | `bullmq.store.read_flow_node` | DEBUG | `queue`, `job_id` | the traced `FlowStore` |
 //!
