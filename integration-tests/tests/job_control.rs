@@ -408,3 +408,53 @@ async fn change_priority_and_delay_leave_the_same_state_as_node() -> Result<()> 
     cleanup(&our_q).await?;
     Ok(())
 }
+
+/// `clear_logs` keeps the same newest lines as Node's `job.clearLogs(keep)`, and deletes the
+/// logs key for 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clear_logs_leaves_the_same_logs_as_node() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let node_q = unique_queue("jobctl-logs-node");
+    let our_q = unique_queue("jobctl-logs-rust");
+    for queue in [&node_q, &our_q] {
+        let script = format!(
+            "const {{ Queue }} = require('bullmq'); const {{ connectionOptions }} = require('./lib');\
+             (async () => {{\
+               const q = new Queue({queue:?}, {{ connection: connectionOptions() }});\
+               for (const id of ['k', 'z']) {{\
+                 const job = await q.add(id, {{}}, {{ jobId: id }});\
+                 for (const line of ['a', 'b', 'c', 'd']) await job.log(line);\
+               }}\
+               await q.close();\
+               process.stdout.write('{{}}');\
+             }})().then(() => process.exit(0), e => {{ console.error(e); process.exit(1); }});"
+        );
+        node_eval(&script).await?;
+    }
+    let script = format!(
+        "const {{ Queue, Job }} = require('bullmq'); const {{ connectionOptions }} = require('./lib');\
+         (async () => {{\
+           const q = new Queue({node_q:?}, {{ connection: connectionOptions() }});\
+           await (await Job.fromId(q, 'k')).clearLogs(2);\
+           await (await Job.fromId(q, 'z')).clearLogs();\
+           await q.close();\
+           process.stdout.write('{{}}');\
+         }})().then(() => process.exit(0), e => {{ console.error(e); process.exit(1); }});"
+    );
+    node_eval(&script).await?;
+    let q = open_queue(&our_q).await?;
+    q.clear_logs("k", 2).await?;
+    q.clear_logs("z", 0).await?;
+    q.close().await?;
+
+    let theirs = snapshot(&node_q, &[(node_q.as_str(), "<q>")]).await?;
+    let ours = snapshot(&our_q, &[(our_q.as_str(), "<q>")]).await?;
+    assert_same_state(&ours, &theirs, "after clear_logs");
+    assert_eq!(ours.get("k:logs"), Some(&json!({"list": ["c", "d"]})));
+    assert!(!ours.contains_key("z:logs"));
+    cleanup(&node_q).await?;
+    cleanup(&our_q).await?;
+    Ok(())
+}
