@@ -20,3 +20,8 @@ pub struct StepJobsRecipe;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/guides/flows.md")]
 pub struct FlowsGuide;
+
+/// `docs/guides/operations.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/operations.md")]
+pub struct OperationsGuide;

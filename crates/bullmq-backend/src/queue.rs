@@ -9,6 +9,7 @@ use bullmq_protocol::JobRecord;
 
 use crate::error::BackendResult;
 use crate::flows::JobFlows;
+use crate::job_control::JobControl;
 use crate::metrics::{Metrics, MetricsKind};
 use crate::queue_control::QueueControl;
 use crate::schedulers::JobSchedulers;
@@ -250,7 +251,7 @@ pub trait QueueAdmin: Send + Sync + 'static {
 /// queue, plus closing.
 #[async_trait]
 pub trait QueueStore:
-    Producer + QueueAdmin + JobUpdates + JobFlows + JobSchedulers + QueueControl
+    Producer + QueueAdmin + JobUpdates + JobFlows + JobSchedulers + QueueControl + JobControl
 {
     /// The queue's name.
     fn queue_name(&self) -> &str;

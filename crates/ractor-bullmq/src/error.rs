@@ -107,6 +107,17 @@ pub enum QueueError {
         /// The qualified queue name.
         queue: String,
     },
+    /// A job control operation found the job in another state than it needs (Node -3,
+    /// "Job … is not in the … state"); nothing was written.
+    #[error("job {job_id} is not {expected}, it is {actual}")]
+    JobNotInState {
+        /// The job's id.
+        job_id: String,
+        /// The state the operation needs, as Node names it (`failed`, `completed`, `delayed`).
+        expected: &'static str,
+        /// Where the job was found right after the refusal.
+        actual: bullmq_protocol::state::JobState,
+    },
 }
 
 impl QueueError {

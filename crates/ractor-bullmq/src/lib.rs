@@ -23,6 +23,9 @@ pub mod testing;
 pub mod worker;
 
 pub use bullmq_backend::GlobalRateLimit;
+/// Job control options: which finished set a retry takes from, what it resets (see
+/// [`Queue::retry_job`]).
+pub use bullmq_backend::{RetryFrom, RetryReset};
 pub use bullmq_protocol as protocol;
 /// Job schedulers: [`Repeat`](scheduler::Repeat), [`SchedulerTemplate`](scheduler::SchedulerTemplate),
 /// the stored [`JobSchedulerRecord`](scheduler::JobSchedulerRecord) (see

@@ -28,6 +28,7 @@ mod admin;
 pub mod differential;
 mod events;
 mod flows_add;
+mod job_control;
 mod jobs;
 mod modes;
 mod queue_control;
@@ -59,6 +60,10 @@ pub use events::{
 pub use flows_add::{
     flow_add_attaches_existing_children, flow_add_places_parents_and_children,
     flow_add_refusals_write_nothing, flow_read_node_lists_children,
+};
+pub use job_control::{
+    change_delay_reschedules_a_delayed_job, change_priority_requeues_a_waiting_job,
+    clear_logs_keeps_the_newest, promote_moves_a_delayed_job_now, retry_moves_a_finished_job_back,
 };
 pub use jobs::{
     add_and_read_back, bulk_add_keeps_order, custom_id_duplicate, deduplication_ttl_expires,
@@ -136,6 +141,11 @@ macro_rules! conformance_tests {
             clean_removes_old_finished_jobs,
             obliterate_deletes_a_paused_queue,
             remove_job_by_id,
+            retry_moves_a_finished_job_back,
+            promote_moves_a_delayed_job_now,
+            change_priority_requeues_a_waiting_job,
+            change_delay_reschedules_a_delayed_job,
+            clear_logs_keeps_the_newest,
             logs_progress_and_data,
             metrics_count_finished_jobs,
             scheduler_upsert_creates_scheduler_and_iteration,

@@ -69,6 +69,7 @@ mod fetch;
 mod finish;
 mod flow;
 mod flow_add;
+mod job_control;
 mod locks;
 mod queue_control;
 mod queue_state;

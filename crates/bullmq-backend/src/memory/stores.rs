@@ -13,10 +13,11 @@ use bullmq_protocol::state::JobState;
 use bullmq_protocol::JobRecord;
 
 use super::queue_state::META_VERSION;
-use super::{add, admin, fetch, finish, flow, locks, schedulers, steps, World};
+use super::{add, admin, fetch, finish, flow, job_control, locks, schedulers, steps, World};
 use crate::backend::WorkerStoreOptions;
 use crate::error::{BackendError, BackendResult};
 use crate::flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
+use crate::job_control::{ControlOutcome, JobControl, RetryFrom, RetryReset};
 use crate::metrics::{Metrics, MetricsKind};
 use crate::queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
@@ -317,6 +318,46 @@ impl JobSchedulers for MemoryQueueStore {
 
     async fn remove_job_scheduler(&self, id: &str) -> BackendResult<bool> {
         self.queue(|q, now| Ok(schedulers::remove(q, id, now)))
+    }
+}
+
+#[async_trait]
+impl JobControl for MemoryQueueStore {
+    async fn retry_job(
+        &self,
+        job_id: &str,
+        from: RetryFrom,
+        reset: RetryReset,
+    ) -> BackendResult<ControlOutcome> {
+        self.queues(|queues, now| {
+            Ok(job_control::retry(
+                queues, &self.base, job_id, from, reset, now,
+            ))
+        })
+    }
+
+    async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome> {
+        self.queue(|q, now| Ok(job_control::promote(q, job_id, now)))
+    }
+
+    async fn change_priority(
+        &self,
+        job_id: &str,
+        priority: u32,
+        lifo: bool,
+    ) -> BackendResult<ControlOutcome> {
+        self.queue(|q, _| Ok(job_control::change_priority(q, job_id, priority, lifo)))
+    }
+
+    async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome> {
+        self.queue(|q, now| Ok(job_control::change_delay(q, job_id, ms(delay), now)))
+    }
+
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()> {
+        self.queue(|q, _| {
+            job_control::clear_logs(q, job_id, keep);
+            Ok(())
+        })
     }
 }
 

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use bullmq_backend::queue_control::concurrency_from_meta;
 use bullmq_backend::{
-    AddResult, BackendError, BackendResult, Dependencies, DependencyCounts, DependencyKind,
-    DependencyPage, JobEnd, JobFlows, JobRecord, JobSchedulers, JobUpdates, Metrics, MetricsKind,
-    NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
-    UpsertOutcome,
+    AddResult, BackendError, BackendResult, ControlOutcome, Dependencies, DependencyCounts,
+    DependencyKind, DependencyPage, JobControl, JobEnd, JobFlows, JobRecord, JobSchedulers,
+    JobUpdates, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin,
+    QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome,
 };
 use bullmq_backend::{GlobalRateLimit, QueueControl};
 use bullmq_protocol::job_record::text_fields;
@@ -261,6 +261,45 @@ impl JobSchedulers for RedisQueueStore {
 
     async fn remove_job_scheduler(&self, id: &str) -> BackendResult<bool> {
         Ok(calls::remove_job_scheduler(&self.client, &self.keys, id).await?)
+    }
+}
+
+#[async_trait]
+impl JobControl for RedisQueueStore {
+    async fn retry_job(
+        &self,
+        job_id: &str,
+        from: RetryFrom,
+        reset: RetryReset,
+    ) -> BackendResult<ControlOutcome> {
+        Ok(calls::retry_job(&self.client, &self.keys, job_id, from, reset).await?)
+    }
+
+    async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome> {
+        Ok(calls::promote_job(&self.client, &self.keys, job_id).await?)
+    }
+
+    async fn change_priority(
+        &self,
+        job_id: &str,
+        priority: u32,
+        lifo: bool,
+    ) -> BackendResult<ControlOutcome> {
+        Ok(calls::change_priority(&self.client, &self.keys, job_id, priority, lifo).await?)
+    }
+
+    async fn change_delay(
+        &self,
+        job_id: &str,
+        delay: std::time::Duration,
+    ) -> BackendResult<ControlOutcome> {
+        let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        let now = bullmq_backend::now_ms();
+        Ok(calls::change_delay(&self.client, &self.keys, job_id, delay_ms, now).await?)
+    }
+
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()> {
+        Ok(calls::clear_logs(&self.client, &self.keys, job_id, keep).await?)
     }
 }
 

@@ -11,6 +11,7 @@ mod admin;
 mod flow_add;
 mod flows;
 mod getters;
+mod job_control;
 pub mod queue_control;
 mod reads;
 mod reply;
@@ -29,6 +30,7 @@ pub use getters::{
     get_counts, get_job_hash, get_job_logs, get_meta, get_ranges, get_state, set_meta,
     DEFAULT_MAX_LEN_EVENTS, META_VERSION,
 };
+pub use job_control::{change_delay, change_priority, clear_logs, promote_job, retry_job};
 pub use reads::{get_metrics, job_end, metrics_data_key, metrics_key};
 pub use schedulers::{
     create_next_iteration, get_job_scheduler, get_job_schedulers, remove_job_scheduler,

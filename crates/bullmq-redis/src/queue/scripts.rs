@@ -62,3 +62,14 @@ lua_script!(pub(crate) static IS_MAXED = "is_maxed": "is_maxed.lua");
 lua_script!(pub(crate) static GET_RATE_LIMIT_TTL = "get_rate_limit_ttl": "get_rate_limit_ttl.lua");
 lua_script!(pub(crate) static GET_COUNTS_PER_PRIORITY = "get_counts_per_priority":
     "get_counts_per_priority.lua");
+lua_script!(pub(crate) static RETRY_JOB = "retry_job":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "retry_job.lua");
+lua_script!(pub(crate) static PROMOTE_JOB = "promote_job":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "promote_job.lua");
+lua_script!(pub(crate) static CHANGE_PRIORITY = "change_priority":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "change_priority.lua");
+lua_script!(pub(crate) static CHANGE_DELAY = "change_delay":
+    "includes/scores.lua", "includes/events.lua", "includes/markers.lua", "change_delay.lua");

@@ -20,6 +20,7 @@
 
 pub(crate) mod add;
 mod flows;
+mod job_control;
 mod metrics;
 mod options;
 mod prometheus;

@@ -13,6 +13,11 @@
 //! `bullmq.store.add_log`, `bullmq.store.update_data`, `bullmq.store.get_dependencies`,
 //! `bullmq.store.get_dependency_counts`, `bullmq.store.schedule_next_iteration`,
 //! `bullmq.store.move_to_waiting_children`, `bullmq.store.move_to_wait` (queue, job_id);
+//! for a [`bullmq_backend::JobControl`] (a queue's store), `bullmq.store.retry_job` (queue,
+//! job_id, from, outcome), `bullmq.store.promote_job` (queue, job_id, outcome),
+//! `bullmq.store.change_priority` (queue, job_id, priority, outcome),
+//! `bullmq.store.change_delay` (queue, job_id, delay_ms, outcome) and
+//! `bullmq.store.clear_logs` (queue, job_id, keep);
 //! for a [`bullmq_backend::FlowStore`], `bullmq.store.add_flow` (queue of the first node, jobs)
 //! and `bullmq.store.read_flow_node` (queue, job_id).
 

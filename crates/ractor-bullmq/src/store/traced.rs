@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore, GlobalRateLimit, QueueControl, QueueStore,
+    ControlOutcome, FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore, GlobalRateLimit,
+    JobControl, QueueControl, QueueStore, RetryFrom, RetryReset,
 };
 use bullmq_protocol::keys::QueueKeys;
 use tracing::{Instrument, Span};
@@ -450,5 +451,93 @@ impl<S: QueueStore> QueueControl for Traced<S> {
             priorities = priorities.len()
         );
         in_span(span, self.0.get_counts_per_priority(priorities), |_, _| {}).await
+    }
+}
+
+/// Job control: one DEBUG span per call, `queue`, `job_id` and the outcome.
+#[async_trait]
+impl<S: QueueStore> JobControl for Traced<S> {
+    async fn retry_job(
+        &self,
+        job_id: &str,
+        from: RetryFrom,
+        reset: RetryReset,
+    ) -> StoreResult<ControlOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.retry_job",
+            self.0.queue_name(),
+            job_id,
+            from = from.as_str(),
+            outcome = tracing::field::Empty
+        );
+        in_span(span, self.0.retry_job(job_id, from, reset), |span, o| {
+            span.record("outcome", tracing::field::debug(o));
+        })
+        .await
+    }
+
+    async fn promote_job(&self, job_id: &str) -> StoreResult<ControlOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.promote_job",
+            self.0.queue_name(),
+            job_id,
+            outcome = tracing::field::Empty
+        );
+        in_span(span, self.0.promote_job(job_id), |span, o| {
+            span.record("outcome", tracing::field::debug(o));
+        })
+        .await
+    }
+
+    async fn change_priority(
+        &self,
+        job_id: &str,
+        priority: u32,
+        lifo: bool,
+    ) -> StoreResult<ControlOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.change_priority",
+            self.0.queue_name(),
+            job_id,
+            priority,
+            outcome = tracing::field::Empty
+        );
+        in_span(
+            span,
+            self.0.change_priority(job_id, priority, lifo),
+            |span, o| {
+                span.record("outcome", tracing::field::debug(o));
+            },
+        )
+        .await
+    }
+
+    async fn change_delay(&self, job_id: &str, delay: Duration) -> StoreResult<ControlOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.change_delay",
+            self.0.queue_name(),
+            job_id,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            outcome = tracing::field::Empty
+        );
+        in_span(span, self.0.change_delay(job_id, delay), |span, o| {
+            span.record("outcome", tracing::field::debug(o));
+        })
+        .await
+    }
+
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> StoreResult<()> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.clear_logs",
+            self.0.queue_name(),
+            job_id,
+            keep
+        );
+        in_span(span, self.0.clear_logs(job_id, keep), |_, _| {}).await
     }
 }

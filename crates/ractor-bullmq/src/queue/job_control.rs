@@ -1,0 +1,183 @@
+//! Job control from code: retry a finished job, promote a delayed one, and ask where a job
+//! is (Node's `job.retry()`, `job.promote()`, `job.isCompleted()` …). A fetched [`Job`] holds
+//! no connection, so these live on the [`Queue`] and take the job's id.
+//!
+//! [`Job`]: crate::Job
+
+use std::time::Duration;
+
+use bullmq_backend::{ControlOutcome, RetryFrom, RetryReset};
+use bullmq_protocol::score::MAX_PRIORITY;
+use bullmq_protocol::state::JobState;
+use bullmq_protocol::ValidationError;
+
+use super::Queue;
+use crate::error::{QueueError, Result};
+
+impl Queue {
+    /// Moves job `job_id` from `from` (failed or completed) back to be processed (Node
+    /// `job.retry(state, opts)`): its outcome, `finishedOn` and `processedOn` are cleared (and
+    /// its attempt counters as `reset` says), it is queued by its priority and `lifo`, a flow
+    /// child becomes a pending dependency of its parent again, and `waiting` (prev = `from`)
+    /// is emitted.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: ractor_bullmq::Queue) -> Result<(), ractor_bullmq::QueueError> {
+    /// use ractor_bullmq::{RetryFrom, RetryReset};
+    /// queue.retry_job("7", RetryFrom::Failed, RetryReset::none().attempts_made(true)).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::JobNotFound`]; [`QueueError::JobNotInState`] naming the state the job is
+    /// in when it is not in `from` (nothing is written then); [`QueueError::Redis`].
+    pub async fn retry_job(&self, job_id: &str, from: RetryFrom, reset: RetryReset) -> Result<()> {
+        let outcome = self.inner.store.retry_job(job_id, from, reset).await?;
+        self.control_result(job_id, from.as_str(), outcome).await
+    }
+
+    /// Moves the delayed job `job_id` to be processed now (Node `job.promote()`): prioritized
+    /// when it has a priority, else to the back of `wait` as a new job; its `delay` becomes 0 and
+    /// `waiting` (prev `delayed`) is emitted.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::JobNotFound`]; [`QueueError::JobNotInState`] naming the job's state when
+    /// it is not delayed (nothing is written then); [`QueueError::Redis`].
+    pub async fn promote_job(&self, job_id: &str) -> Result<()> {
+        let outcome = self.inner.store.promote_job(job_id).await?;
+        self.control_result(job_id, "delayed", outcome).await
+    }
+
+    /// Sets a job's priority (Node `job.changePriority({priority, lifo})`; 0 = none). A
+    /// waiting or prioritized job is queued again by it: with `lifo`, ahead of the jobs of
+    /// its priority (or at the front of `wait` for 0); a job in any other state keeps its
+    /// place and takes the priority when it is next queued. No event is emitted, as Node.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Validation`] when `priority` is above 2 097 151 (nothing written);
+    /// [`QueueError::JobNotFound`]; [`QueueError::Redis`].
+    pub async fn change_priority(&self, job_id: &str, priority: u32, lifo: bool) -> Result<()> {
+        if priority > MAX_PRIORITY {
+            return Err(ValidationError::PriorityOutOfRange { priority }.into());
+        }
+        let outcome = self
+            .inner
+            .store
+            .change_priority(job_id, priority, lifo)
+            .await?;
+        self.control_result(job_id, "", outcome).await
+    }
+
+    /// Reschedules a delayed job to be due `delay` from now (Node `job.changeDelay(delay)`),
+    /// emitting `delayed`.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::JobNotFound`]; [`QueueError::JobNotInState`] naming the job's state when
+    /// it is not delayed (nothing is written then); [`QueueError::Redis`].
+    pub async fn change_delay(&self, job_id: &str, delay: Duration) -> Result<()> {
+        let outcome = self.inner.store.change_delay(job_id, delay).await?;
+        self.control_result(job_id, "delayed", outcome).await
+    }
+
+    /// Deletes the job's log lines but the newest `keep` (0: all), as Node's
+    /// `job.clearLogs(keepLogs)`. A job without logs is not an error.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn clear_logs(&self, job_id: &str, keep: u64) -> Result<()> {
+        Ok(self.inner.store.clear_logs(job_id, keep).await?)
+    }
+
+    /// Whether the job is completed (Node `job.isCompleted()`).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn is_completed(&self, job_id: &str) -> Result<bool> {
+        Ok(self.get_job_state(job_id).await? == JobState::Completed)
+    }
+
+    /// Whether the job is failed (Node `job.isFailed()`).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn is_failed(&self, job_id: &str) -> Result<bool> {
+        Ok(self.get_job_state(job_id).await? == JobState::Failed)
+    }
+
+    /// Whether the job is delayed (Node `job.isDelayed()`).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn is_delayed(&self, job_id: &str) -> Result<bool> {
+        Ok(self.get_job_state(job_id).await? == JobState::Delayed)
+    }
+
+    /// Whether a worker has the job (Node `job.isActive()`).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn is_active(&self, job_id: &str) -> Result<bool> {
+        Ok(self.get_job_state(job_id).await? == JobState::Active)
+    }
+
+    /// Whether the job is in the `wait` list (or the legacy `paused` list), as Node's
+    /// `job.isWaiting()`; a prioritized job is not "waiting" in this sense.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn is_waiting(&self, job_id: &str) -> Result<bool> {
+        Ok(matches!(
+            self.get_job_state(job_id).await?,
+            JobState::Waiting | JobState::Paused
+        ))
+    }
+
+    /// Whether the job is a flow parent waiting for its children (Node
+    /// `job.isWaitingChildren()`).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Redis`].
+    pub async fn is_waiting_children(&self, job_id: &str) -> Result<bool> {
+        Ok(self.get_job_state(job_id).await? == JobState::WaitingChildren)
+    }
+
+    /// Turns a refusal into its typed error; the state named in a "not in state" error is
+    /// read after the refusal (the refusing step wrote nothing, so this read is only
+    /// informative and may race with a worker).
+    async fn control_result(
+        &self,
+        job_id: &str,
+        expected: &'static str,
+        outcome: ControlOutcome,
+    ) -> Result<()> {
+        match outcome {
+            ControlOutcome::Moved => Ok(()),
+            ControlOutcome::NotFound => Err(not_found(job_id)),
+            ControlOutcome::NotInState => match self.get_job_state(job_id).await? {
+                JobState::Unknown => Err(not_found(job_id)),
+                actual => Err(QueueError::JobNotInState {
+                    job_id: job_id.to_owned(),
+                    expected,
+                    actual,
+                }),
+            },
+        }
+    }
+}
+
+fn not_found(job_id: &str) -> QueueError {
+    QueueError::JobNotFound {
+        job_id: job_id.to_owned(),
+    }
+}
