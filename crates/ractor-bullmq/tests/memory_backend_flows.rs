@@ -85,6 +85,11 @@ async fn a_flow_is_added_read_back_and_traced_on_the_memory_backend() {
 
 #[tokio::test]
 async fn a_refused_flow_writes_nothing_on_the_memory_backend() {
+    // Under a capture too: a thread that first reaches the flow spans with no subscriber can
+    // leave tracing's per-callsite interest cached as "never" while the other test of this
+    // binary is capturing them.
+    let events = CapturedEvents::new();
+    let _t = events.set_default();
     let backend = MemoryBackend::new();
     let flows = FlowProducer::with_backend(&backend, FlowProducerOptions::default())
         .await
