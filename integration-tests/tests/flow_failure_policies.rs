@@ -67,26 +67,6 @@ async fn run_our_worker(queue: &str, jobs: i64) -> Result<()> {
     Ok(())
 }
 
-/// Per job id: the normalized events of `queue`.
-async fn per_job_events(
-    queue: &str,
-    names: &[(&str, &str)],
-) -> Result<BTreeMap<String, Vec<String>>> {
-    let events = read_events(queue).await?;
-    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (event, line) in events
-        .iter()
-        .zip(normalize_events(&events, &|id| id.to_string()))
-    {
-        if let Some((_, id)) = event.fields.iter().find(|(k, _)| k == "jobId") {
-            map.entry(id.clone())
-                .or_default()
-                .push(raw_state::rename(&line, names));
-        }
-    }
-    Ok(map)
-}
-
 struct Side {
     parents: String,
     kids: String,
@@ -120,8 +100,8 @@ impl Side {
     ) -> Result<(BTreeMap<String, Vec<String>>, BTreeMap<String, Vec<String>>)> {
         let names = self.names();
         Ok((
-            per_job_events(&self.parents, &names).await?,
-            per_job_events(&self.kids, &names).await?,
+            raw_state::per_job_events(&self.parents, &names).await?,
+            raw_state::per_job_events(&self.kids, &names).await?,
         ))
     }
 

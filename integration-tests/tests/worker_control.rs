@@ -45,26 +45,6 @@ fn jobs() -> Value {
     ])
 }
 
-/// Per job id: the normalized events of `queue`.
-async fn per_job_events(
-    queue: &str,
-    names: &[(&str, &str)],
-) -> Result<BTreeMap<String, Vec<String>>> {
-    let events = read_events(queue).await?;
-    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (event, line) in events
-        .iter()
-        .zip(normalize_events(&events, &|id| id.to_string()))
-    {
-        if let Some((_, id)) = event.fields.iter().find(|(k, _)| k == "jobId") {
-            map.entry(id.clone())
-                .or_default()
-                .push(raw_state::rename(&line, names));
-        }
-    }
-    Ok(map)
-}
-
 /// Spawns our worker (not running yet) on `queue` with `processor`.
 async fn spawn(
     queue: &str,
@@ -155,8 +135,8 @@ async fn cancelled_and_timed_out_jobs_end_as_nodes_cancel_job_leaves_them() -> R
         Some("job timed out after 300 ms")
     );
     assert_eq!(
-        per_job_events(&ours, &names).await?,
-        per_job_events(&node, &names).await?,
+        raw_state::per_job_events(&ours, &names).await?,
+        raw_state::per_job_events(&node, &names).await?,
         "per-job events"
     );
     cleanup(&node).await?;

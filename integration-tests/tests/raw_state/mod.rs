@@ -11,7 +11,7 @@ use fred::prelude::{ClientLike, HashesInterface, KeysInterface, ListInterface, S
 use fred::types::{ClusterHash, CustomCommand};
 use serde_json::{json, Value};
 
-use super::common::{queue_keys, raw_client, PREFIX};
+use super::common::{normalize_events, queue_keys, raw_client, read_events, PREFIX};
 
 /// Hash fields whose values differ between runs by nature (clocks, worker names, traces whose
 /// text is language-specific): kept as present, value replaced.
@@ -116,4 +116,25 @@ pub fn assert_same_state(
     for (key, value) in ours {
         assert_eq!(Some(value), theirs.get(key), "{what}: key `{key}` differs");
     }
+}
+
+/// Per job id: the normalized events of `queue` (timestamps as placeholders), queue names
+/// replaced through [`rename`] with `names`.
+pub async fn per_job_events(
+    queue: &str,
+    names: &[(&str, &str)],
+) -> Result<BTreeMap<String, Vec<String>>> {
+    let events = read_events(queue).await?;
+    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (event, line) in events
+        .iter()
+        .zip(normalize_events(&events, &|id| id.to_string()))
+    {
+        if let Some((_, id)) = event.fields.iter().find(|(k, _)| k == "jobId") {
+            map.entry(id.clone())
+                .or_default()
+                .push(rename(&line, names));
+        }
+    }
+    Ok(map)
 }
