@@ -4,6 +4,7 @@
 //! project's Rust runtime). Run `bullmq --help` for the commands.
 
 mod commands;
+mod exit;
 mod local_redis;
 mod output;
 mod time_text;
@@ -98,12 +99,12 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", output::error_chain(&error));
-            ExitCode::FAILURE
+            exit::code_of(&error)
         }
     }
 }
 
 /// Whether stderr may carry ANSI colours: a terminal, and `NO_COLOR` unset or empty.
 fn colour_on_stderr() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    std::io::stderr().is_terminal() && output::colour_allowed()
 }

@@ -1,6 +1,60 @@
 //! Text and JSON output shared by the commands.
 
+use std::io::IsTerminal;
+
 use serde_json::Value;
+
+/// Whether the user allows colours at all: `NO_COLOR` unset or empty (https://no-color.org).
+pub(crate) fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Colours for stdout: ANSI escapes only when stdout is a terminal and colours are allowed,
+/// so a pipe, a file or `--json` never carries escape codes.
+// Scaffolding for the ops commands (issue 14); the allow goes once they use it.
+#[allow(dead_code)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Paint {
+    on: bool,
+}
+
+#[allow(dead_code)]
+impl Paint {
+    /// Decides once, from stdout and `NO_COLOR`.
+    pub(crate) fn stdout() -> Self {
+        Self {
+            on: std::io::stdout().is_terminal() && colour_allowed(),
+        }
+    }
+
+    /// `text` in red (failures).
+    pub(crate) fn red(self, text: &str) -> String {
+        self.wrap("31", text)
+    }
+
+    /// `text` in green (completed, done).
+    pub(crate) fn green(self, text: &str) -> String {
+        self.wrap("32", text)
+    }
+
+    /// `text` in yellow (delayed, paused, warnings).
+    pub(crate) fn yellow(self, text: &str) -> String {
+        self.wrap("33", text)
+    }
+
+    /// `text` in bold (headers).
+    pub(crate) fn bold(self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
 
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &Value) {
