@@ -8,6 +8,7 @@
 
 mod add;
 mod admin;
+mod discover;
 mod flow_add;
 mod flows;
 mod getters;
@@ -24,6 +25,7 @@ pub use admin::{
     clean, drain, is_paused, obliterate, obliterate_batch, pause, remove_job, resume,
     ObliterateStep, RemoveOutcome,
 };
+pub use discover::discover_queues;
 pub use flow_add::{add_flow, flow_children};
 pub use flows::{get_dependencies, get_dependencies_page, get_dependency_counts};
 pub use getters::{

@@ -1,0 +1,112 @@
+//! Finding every queue under a prefix the way dashboards do: SCAN for the keys each queue
+//! has whoever created it (`{prefix}:{queue}:meta`, written when a Queue opens, and
+//! `{prefix}:{queue}:id`, the job-id counter, written by the first add).
+
+use std::collections::BTreeSet;
+
+use fred::prelude::{Client, ClientLike, Value};
+use fred::types::{ClusterHash, CustomCommand};
+
+use super::reply::{array, string, strings, unexpected};
+use crate::error::Result;
+
+/// The key suffixes that mark a queue.
+const MARKERS: [&str; 2] = ["meta", "id"];
+
+/// How many keys one SCAN step looks at: big enough for few round trips, small enough not to
+/// hold the server for long on a large keyspace.
+const SCAN_COUNT: u32 = 1000;
+
+/// The names of the queues under `prefix`, sorted, each once.
+///
+/// A queue is found once it has a `meta` hash or an `id` counter, so a queue filled by Node,
+/// Python or this runtime is found alike, and a queue whose jobs were all removed is still
+/// found until it is obliterated (as in Node dashboards).
+///
+/// # Errors
+///
+/// [`crate::RedisError::Command`] when SCAN fails.
+pub async fn discover_queues(client: &Client, prefix: &str) -> Result<Vec<String>> {
+    let mut names = BTreeSet::new();
+    for marker in MARKERS {
+        let pattern = format!("{}:*:{marker}", glob_escape(prefix));
+        let mut cursor = "0".to_owned();
+        loop {
+            let reply: Value = client
+                .custom(
+                    CustomCommand::new_static("SCAN", ClusterHash::Random, false),
+                    vec![
+                        cursor.clone(),
+                        "MATCH".into(),
+                        pattern.clone(),
+                        "COUNT".into(),
+                        SCAN_COUNT.to_string(),
+                    ],
+                )
+                .await?;
+            let mut parts = array("SCAN", reply)?.into_iter();
+            let (Some(next), Some(keys)) = (parts.next(), parts.next()) else {
+                return Err(unexpected("SCAN", "cursor and keys expected"));
+            };
+            names.extend(
+                strings("SCAN", keys)?
+                    .iter()
+                    .filter_map(|key| queue_name(key, prefix, marker)),
+            );
+            cursor = string("SCAN", next)?;
+            if cursor == "0" {
+                break;
+            }
+        }
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// The queue name in `{prefix}:{name}:{marker}`, if `key` has that shape.
+fn queue_name(key: &str, prefix: &str, marker: &str) -> Option<String> {
+    let name = key
+        .strip_prefix(prefix)?
+        .strip_prefix(':')?
+        .strip_suffix(marker)?
+        .strip_suffix(':')?;
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+/// `text` with SCAN's glob characters escaped, so a prefix such as `{bull}` or `a*b` matches
+/// only itself.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_marker_keys_only() {
+        assert_eq!(
+            queue_name("bull:mail:meta", "bull", "meta").as_deref(),
+            Some("mail")
+        );
+        assert_eq!(
+            queue_name("{bull}:a:b:id", "{bull}", "id").as_deref(),
+            Some("a:b")
+        );
+        assert_eq!(queue_name("bull::meta", "bull", "meta"), None);
+        assert_eq!(queue_name("bullx:q:meta", "bull", "meta"), None);
+        assert_eq!(queue_name("bull:q:wait", "bull", "meta"), None);
+    }
+
+    #[test]
+    fn glob_characters_in_the_prefix_are_escaped() {
+        assert_eq!(glob_escape("{bull}"), "{bull}");
+        assert_eq!(glob_escape("a*b?[c]"), "a\\*b\\?\\[c\\]");
+    }
+}
