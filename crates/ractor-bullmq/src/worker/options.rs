@@ -8,8 +8,12 @@ use std::time::Duration;
 use bullmq_protocol::keys::DEFAULT_PREFIX;
 use bullmq_protocol::KeepJobs;
 
+use bullmq_backend::{Backend, WorkerStoreOptions};
+use bullmq_protocol::keys::QueueKeys;
+
 use super::errors::WorkerError;
 use super::{Job, JobRunner};
+use crate::store::{Store, StoreResult, Traced};
 
 /// A custom backoff strategy: given the attempts made so far (including the one that just
 /// failed), the job, and the failure message, the delay before the next attempt, or `None` to
@@ -291,6 +295,21 @@ impl WorkerOptions {
     /// The effective lock renewal period.
     pub fn lock_renew_time(&self) -> Duration {
         self.lock_renew_time.unwrap_or(self.lock_duration / 2)
+    }
+
+    /// Opens the traced store a worker of `queue` with these options uses: named and
+    /// sampling metrics as the options say (shared by the actor and the manual worker).
+    pub(crate) async fn open_store(
+        &self,
+        backend: &dyn Backend,
+        queue: &str,
+    ) -> StoreResult<Arc<dyn Store>> {
+        let mut store_options = WorkerStoreOptions::default();
+        store_options.worker_name = self.name.clone();
+        store_options.metrics_max_points = self.metrics_max_data_points;
+        let keys = QueueKeys::new(self.prefix.clone(), queue);
+        let store = backend.worker_store(&keys, &store_options).await?;
+        Ok(Arc::new(Traced(store)))
     }
 
     /// Checks ranges.

@@ -37,11 +37,9 @@ use super::outcome::{CancelReason, Cancellation, Ended, Verdict};
 use super::{Job, Processor};
 use crate::store::{
     FetchRequest, Fetched, Finish, FinishReply, StalledReport, Store, StoreError, StoreResult,
-    Traced,
 };
 use crate::{telemetry, ConnectionConfig};
-use bullmq_backend::{Backend, WorkerStoreOptions};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_backend::Backend;
 use bullmq_redis::RedisBackend;
 
 /// Messages of the Worker.
@@ -224,13 +222,8 @@ impl WorkerArgs {
         options: WorkerOptions,
     ) -> Result<Self, WorkerError> {
         options.validate()?;
-        let mut store_options = WorkerStoreOptions::default();
-        store_options.worker_name = options.name.clone();
-        store_options.metrics_max_points = options.metrics_max_data_points;
-        let keys = QueueKeys::new(options.prefix.clone(), queue);
-        let store = backend.worker_store(&keys, &store_options).await?;
         Ok(Self {
-            store: Arc::new(Traced(store)),
+            store: options.open_store(backend, queue).await?,
             processor,
             options,
             callbacks: WorkerCallbacks::default(),

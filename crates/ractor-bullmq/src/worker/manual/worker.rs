@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use super::error::ManualError;
 use super::job::ManualJob;
 use crate::store::{
-    now_ms, FetchRequest, Fetched, Finish, FinishAction, Receipt, StalledReport, Store, Traced,
+    now_ms, FetchRequest, Fetched, Finish, FinishAction, Receipt, StalledReport, Store,
 };
 use crate::telemetry::{self, JobTelemetry};
 use crate::worker::callbacks::WorkerCallbacks;
@@ -26,8 +26,7 @@ use crate::worker::options::WorkerOptions;
 use crate::worker::outcome::{decide, failure, JobOutcome, Verdict};
 use crate::worker::scheduling::advance_scheduler;
 use crate::ConnectionConfig;
-use bullmq_backend::{Backend, WorkerStoreOptions};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_backend::Backend;
 use bullmq_redis::RedisBackend;
 
 /// How many jobs one `get_next_job` takes from the queue at most while it skips jobs it cannot
@@ -119,12 +118,8 @@ impl ManualWorker {
         options: WorkerOptions,
     ) -> Result<Self, ManualError> {
         options.validate()?;
-        let mut store_options = WorkerStoreOptions::default();
-        store_options.worker_name = options.name.clone();
-        store_options.metrics_max_points = options.metrics_max_data_points;
-        let keys = QueueKeys::new(options.prefix.clone(), queue);
-        let store = backend.worker_store(&keys, &store_options).await?;
-        Self::new(Arc::new(Traced(store)), options)
+        let store = options.open_store(backend, queue).await?;
+        Self::new(store, options)
     }
 
     /// Connects a traced Redis store for `queue`: [`ManualWorker::open`] on a
