@@ -237,8 +237,14 @@ fn as_text(report: &JobReport, now: u64, paint: Paint) -> String {
         section("return value", indented_json(value));
     }
     if !job.stacktrace().is_empty() {
-        let traces: String = job.stacktrace().iter().map(|t| indented(t)).collect();
-        section("stack trace", traces);
+        // One entry per failed attempt (oldest first, as many as `stackTraceLimit` keeps),
+        // a blank line between them.
+        let traces: Vec<String> = job.stacktrace().iter().map(|t| indented(t)).collect();
+        let title = match traces.len() {
+            1 => "stack trace".to_owned(),
+            n => format!("stack traces ({n}, oldest first)"),
+        };
+        section(&title, traces.join("\n"));
     }
     if report.log_count > 0 {
         section(
