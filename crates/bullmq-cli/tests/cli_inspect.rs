@@ -180,12 +180,16 @@ fn node_add(prefix: &str, queue: &str, jobs: Value) -> Vec<String> {
 
 /// Processes `count` jobs with a Node worker (concurrency 1, so in order).
 fn node_work(prefix: &str, queue: &str, count: usize, extra: Value) -> Value {
-    let mut arg = json!({"queue": queue, "prefix": prefix, "stopAfter": count, "timeoutMs": 60_000});
+    let mut arg =
+        json!({"queue": queue, "prefix": prefix, "stopAfter": count, "timeoutMs": 60_000});
     if let (Value::Object(arg), Value::Object(extra)) = (&mut arg, extra) {
         arg.extend(extra);
     }
     let out = node("run_worker.js", arg);
-    assert_eq!(out["stoppedBy"], "count", "the Node worker ran out of time: {out}");
+    assert_eq!(
+        out["stoppedBy"], "count",
+        "the Node worker ran out of time: {out}"
+    );
     out
 }
 
@@ -243,34 +247,53 @@ async fn failed_jobs_and_a_job_in_full_as_node_left_them() {
     node_work(&prefix, "mail", 3, json!({}));
 
     // `jobs --state failed`: both failures with their reasons, newest first.
-    let failed = json_of(&bullmq(&prefix, &["--json", "jobs", "mail", "--state", "failed"]));
+    let failed = json_of(&bullmq(
+        &prefix,
+        &["--json", "jobs", "mail", "--state", "failed"],
+    ));
     assert_eq!(failed["total"], 2, "{failed}");
     let mut expected = vec![a.clone(), b.clone()];
     expected.sort();
     assert_eq!(ids_of(&failed["jobs"]), expected, "{failed}");
     for job in failed["jobs"].as_array().unwrap() {
-        let reason = if job["id"] == a.as_str() { "smtp down" } else { "bad address" };
+        let reason = if job["id"] == a.as_str() {
+            "smtp down"
+        } else {
+            "bad address"
+        };
         assert_eq!(job["failedReason"], reason, "{job}");
         assert_eq!(job["attemptsMade"], 1, "{job}");
     }
     let text = text_of(&bullmq(&prefix, &["jobs", "mail", "--state", "failed"]));
     let lines: Vec<&str> = text.lines().collect();
     assert!(
-        lines[0].starts_with("ID") && lines[0].contains("ATTEMPTS") && lines[0].ends_with("FAILED REASON"),
+        lines[0].starts_with("ID")
+            && lines[0].contains("ATTEMPTS")
+            && lines[0].ends_with("FAILED REASON"),
         "{text}"
     );
-    assert!(text.contains("send-a") && text.contains("smtp down"), "{text}");
-    assert!(text.contains("send-b") && text.contains("bad address"), "{text}");
+    assert!(
+        text.contains("send-a") && text.contains("smtp down"),
+        "{text}"
+    );
+    assert!(
+        text.contains("send-b") && text.contains("bad address"),
+        "{text}"
+    );
 
     // Paging and the name filter.
     let first = json_of(&bullmq(
         &prefix,
-        &["--json", "jobs", "mail", "--state", "failed", "--limit", "1"],
+        &[
+            "--json", "jobs", "mail", "--state", "failed", "--limit", "1",
+        ],
     ));
     assert_eq!(first["jobs"].as_array().unwrap().len(), 1, "{first}");
     let second = json_of(&bullmq(
         &prefix,
-        &["--json", "jobs", "mail", "--state", "failed", "--limit", "1", "--offset", "1"],
+        &[
+            "--json", "jobs", "mail", "--state", "failed", "--limit", "1", "--offset", "1",
+        ],
     ));
     let mut both = vec![
         first["jobs"][0]["id"].as_str().unwrap().to_owned(),
@@ -278,14 +301,25 @@ async fn failed_jobs_and_a_job_in_full_as_node_left_them() {
     ];
     both.sort();
     assert_eq!(both, expected);
-    let paged = text_of(&bullmq(&prefix, &["jobs", "mail", "--state", "failed", "--limit", "1"]));
-    assert!(paged.contains("1-1 of 2 failed jobs; --offset 1 for more"), "{paged}");
+    let paged = text_of(&bullmq(
+        &prefix,
+        &["jobs", "mail", "--state", "failed", "--limit", "1"],
+    ));
+    assert!(
+        paged.contains("1-1 of 2 failed jobs; --offset 1 for more"),
+        "{paged}"
+    );
     let named = json_of(&bullmq(
         &prefix,
-        &["--json", "jobs", "mail", "--state", "failed", "--name", "send-b"],
+        &[
+            "--json", "jobs", "mail", "--state", "failed", "--name", "send-b",
+        ],
     ));
     assert_eq!(ids_of(&named["jobs"]), vec![b.clone()], "{named}");
-    let completed = json_of(&bullmq(&prefix, &["--json", "jobs", "mail", "--state", "completed"]));
+    let completed = json_of(&bullmq(
+        &prefix,
+        &["--json", "jobs", "mail", "--state", "completed"],
+    ));
     assert_eq!(ids_of(&completed["jobs"]), vec![c.clone()], "{completed}");
     assert_eq!(completed["jobs"][0]["returnvalue"], json!({"sent": 1}));
     let none = text_of(&bullmq(&prefix, &["jobs", "mail", "--state", "delayed"]));
@@ -303,7 +337,10 @@ async fn failed_jobs_and_a_job_in_full_as_node_left_them() {
     ] {
         assert!(text.contains(&expected), "{expected:?} missing in:\n{text}");
     }
-    assert!(text.contains("      at "), "the stack frames are shown:\n{text}");
+    assert!(
+        text.contains("      at "),
+        "the stack frames are shown:\n{text}"
+    );
     let job = json_of(&bullmq(&prefix, &["--json", "job", "mail", a]));
     assert_eq!(job["id"], a.as_str());
     assert_eq!(job["name"], "send-a");
@@ -322,13 +359,19 @@ async fn failed_jobs_and_a_job_in_full_as_node_left_them() {
     assert_eq!(done["progress"], 50);
     assert_eq!(done["stacktrace"], json!([]));
     let done_text = text_of(&bullmq(&prefix, &["job", "mail", c]));
-    assert!(done_text.contains("\nreturn value\n  {\n    \"sent\": 1\n  }\n"), "{done_text}");
+    assert!(
+        done_text.contains("\nreturn value\n  {\n    \"sent\": 1\n  }\n"),
+        "{done_text}"
+    );
 
     // On a terminal (when `script` can provide one) the reason is red, unless NO_COLOR.
     if let Some(tty) = on_a_terminal(&prefix, "jobs mail --state failed", false) {
         assert!(tty.contains("\x1b[31msmtp down\x1b[0m"), "{tty:?}");
         let plain = on_a_terminal(&prefix, "jobs mail --state failed", true).unwrap();
-        assert!(plain.contains("smtp down") && !plain.contains('\x1b'), "{plain:?}");
+        assert!(
+            plain.contains("smtp down") && !plain.contains('\x1b'),
+            "{plain:?}"
+        );
     }
 
     // An unknown job: exit 3, a readable message, nothing on stdout.
@@ -359,7 +402,10 @@ async fn queues_lists_a_node_queue_and_ours_with_counts() {
             {"name": "n2", "data": {}, "opts": {"delay": 600000}},
         ]),
     );
-    node("admin.js", json!({"queue": "from-node", "prefix": prefix, "op": "pause"}));
+    node(
+        "admin.js",
+        json!({"queue": "from-node", "prefix": prefix, "op": "pause"}),
+    );
     let added = bullmq(&prefix, &["add", "from-rust", "r1", "--priority", "3"]);
     assert!(added.status.success(), "{added:?}");
 
@@ -381,9 +427,18 @@ async fn queues_lists_a_node_queue_and_ours_with_counts() {
     let text = text_of(&bullmq(&prefix, &["queues"]));
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
-    assert!(lines[0].starts_with("QUEUE      PAUSED  WORKERS  WAITING"), "{text}");
-    assert!(lines[1].starts_with("from-node  yes     0        1        0       1"), "{text}");
-    assert!(lines[2].starts_with("from-rust  no      0        0        0       0        1"), "{text}");
+    assert!(
+        lines[0].starts_with("QUEUE      PAUSED  WORKERS  WAITING"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("from-node  yes     0        1        0       1"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("from-rust  no      0        0        0       0        1"),
+        "{text}"
+    );
     delete_under(&prefix).await;
 }
 
@@ -399,16 +454,34 @@ async fn limits_are_set_shown_read_by_node_and_removed() {
 
     let set = json_of(&bullmq(
         &prefix,
-        &["--json", "limits", "jobs", "--concurrency", "3", "--rate-limit", "10/2s"],
+        &[
+            "--json",
+            "limits",
+            "jobs",
+            "--concurrency",
+            "3",
+            "--rate-limit",
+            "10/2s",
+        ],
     ));
     assert_eq!(set["concurrency"], 3, "{set}");
-    assert_eq!(set["rateLimit"], json!({"max": 10, "duration": 2000}), "{set}");
+    assert_eq!(
+        set["rateLimit"],
+        json!({"max": 10, "duration": 2000}),
+        "{set}"
+    );
     let text = text_of(&bullmq(&prefix, &["limits", "jobs"]));
     assert!(text.contains("global concurrency  3\n"), "{text}");
-    assert!(text.contains("global rate limit   10 jobs per 2s\n"), "{text}");
+    assert!(
+        text.contains("global rate limit   10 jobs per 2s\n"),
+        "{text}"
+    );
     assert!(text.contains("rate limited now    no\n"), "{text}");
     // Node reads what we set, from the same meta fields.
-    let meta = node("admin.js", json!({"queue": "jobs", "prefix": prefix, "op": "getMeta"}));
+    let meta = node(
+        "admin.js",
+        json!({"queue": "jobs", "prefix": prefix, "op": "getMeta"}),
+    );
     assert_eq!(meta["result"]["concurrency"], 3, "{meta}");
     assert_eq!(meta["result"]["max"], 10, "{meta}");
     assert_eq!(meta["result"]["duration"], 2000, "{meta}");
@@ -420,18 +493,24 @@ async fn limits_are_set_shown_read_by_node_and_removed() {
 
     let removed = json_of(&bullmq(
         &prefix,
-        &["--json", "limits", "jobs", "--remove-concurrency", "--remove-rate-limit"],
+        &[
+            "--json",
+            "limits",
+            "jobs",
+            "--remove-concurrency",
+            "--remove-rate-limit",
+        ],
     ));
     assert_eq!(removed["concurrency"], Value::Null, "{removed}");
     assert_eq!(removed["rateLimit"], Value::Null, "{removed}");
     let client = connect().await;
-    let fields: Vec<String> = client
-        .hkeys(format!("{prefix}:jobs:meta"))
-        .await
-        .unwrap();
+    let fields: Vec<String> = client.hkeys(format!("{prefix}:jobs:meta")).await.unwrap();
     client.quit().await.unwrap();
     for gone in ["concurrency", "max", "duration"] {
-        assert!(!fields.contains(&gone.to_owned()), "{gone} still in meta: {fields:?}");
+        assert!(
+            !fields.contains(&gone.to_owned()),
+            "{gone} still in meta: {fields:?}"
+        );
     }
     delete_under(&prefix).await;
 }
@@ -456,7 +535,12 @@ async fn metrics_recorded_by_a_node_worker() {
             {"name": "bad", "data": {"fail": true}, "opts": {}},
         ]),
     );
-    node_work(&prefix, "busy", 5, json!({"metrics": {"maxDataPoints": 120}}));
+    node_work(
+        &prefix,
+        "busy",
+        5,
+        json!({"metrics": {"maxDataPoints": 120}}),
+    );
 
     let value = json_of(&bullmq(&prefix, &["--json", "metrics", "busy"]));
     assert_eq!(value["minutes"], 60);
@@ -505,7 +589,11 @@ async fn workers_lists_a_running_node_worker_by_name() {
     let none = text_of(&bullmq(&prefix, &["workers", "live"]));
     assert_eq!(none, "no workers connected to queue live\n");
     // A job for later makes the queue's keys (a worker alone writes none), so `queues` finds it.
-    node_add(&prefix, "live", json!([{"name": "later", "data": {}, "opts": {"delay": 600000}}]));
+    node_add(
+        &prefix,
+        "live",
+        json!([{"name": "later", "data": {}, "opts": {"delay": 600000}}]),
+    );
     let worker = spawn_node(
         "run_worker.js",
         &json!({"queue": "live", "prefix": prefix, "name": "node-inspect-1", "stopAfter": 1, "timeoutMs": 60_000}),
@@ -523,7 +611,10 @@ async fn workers_lists_a_running_node_worker_by_name() {
     assert_eq!(workers.len(), 1, "{listed}");
     assert_eq!(workers[0]["workerName"], "node-inspect-1", "{listed}");
     assert!(
-        workers[0]["name"].as_str().unwrap().ends_with(":w:node-inspect-1"),
+        workers[0]["name"]
+            .as_str()
+            .unwrap()
+            .ends_with(":w:node-inspect-1"),
         "{listed}"
     );
     let text = text_of(&bullmq(&prefix, &["workers", "live"]));
@@ -534,7 +625,11 @@ async fn workers_lists_a_running_node_worker_by_name() {
     assert_eq!(queues["queues"][0]["workers"], 1, "{queues}");
 
     // One job lets the worker stop on its own.
-    node_add(&prefix, "live", json!([{"name": "last", "data": {}, "opts": {}}]));
+    node_add(
+        &prefix,
+        "live",
+        json!([{"name": "last", "data": {}, "opts": {}}]),
+    );
     let out = node_result("run_worker.js", worker);
     assert_eq!(out["stoppedBy"], "count", "{out}");
     delete_under(&prefix).await;

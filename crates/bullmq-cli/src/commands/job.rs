@@ -170,7 +170,8 @@ fn indented(text: &str) -> String {
 
 fn as_text(report: &JobReport, now: u64, paint: Paint) -> String {
     let job = &report.job;
-    let at = |ms: Option<u64>| ms.map_or_else(|| "-".to_owned(), |ms| local_time_and_relative(ms, now));
+    let at =
+        |ms: Option<u64>| ms.map_or_else(|| "-".to_owned(), |ms| local_time_and_relative(ms, now));
     let mut rows: Vec<(String, String)> = vec![
         ("job".into(), report.qualified_key.clone()),
         ("name".into(), job.name().to_owned()),
@@ -211,7 +212,10 @@ fn as_text(report: &JobReport, now: u64, paint: Paint) -> String {
         rows.push(("failed reason".into(), paint.red(reason)));
     }
     if let Some(parent) = job.parent() {
-        rows.push(("parent".into(), format!("{}:{}", parent.queue_key, parent.id)));
+        rows.push((
+            "parent".into(),
+            format!("{}:{}", parent.queue_key, parent.id),
+        ));
     } else if let Some(key) = job.parent_key() {
         rows.push(("parent".into(), key.to_owned()));
     }
@@ -264,9 +268,11 @@ fn as_text(report: &JobReport, now: u64, paint: Paint) -> String {
             .iter()
             .map(|key| vec!["pending".to_owned(), key.clone(), String::new()]),
     );
-    children.extend(deps.ignored.iter().map(|(key, reason)| {
-        vec![paint.yellow("ignored"), key.clone(), reason.clone()]
-    }));
+    children.extend(
+        deps.ignored
+            .iter()
+            .map(|(key, reason)| vec![paint.yellow("ignored"), key.clone(), reason.clone()]),
+    );
     children.extend(
         deps.failed
             .iter()

@@ -113,7 +113,12 @@ pub(crate) async fn run(ctx: &Context, args: JobsArgs) -> Result<()> {
 
 /// The jobs of the requested page: positions `offset..offset + limit` of the state, or of the
 /// jobs named `--name`, which are found by reading the state in chunks (names are not indexed).
-async fn read_page(queue: &Queue, state: JobState, args: &JobsArgs, total: u64) -> Result<Vec<Job>> {
+async fn read_page(
+    queue: &Queue,
+    state: JobState,
+    args: &JobsArgs,
+    total: u64,
+) -> Result<Vec<Job>> {
     let asc = ascending(state);
     let Some(name) = args.name.as_deref() else {
         let start = to_index(args.offset);
@@ -171,42 +176,38 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
+/// The header of the column that matters for jobs in `state`, if any.
+fn extra_header(state: JobState) -> Option<&'static str> {
+    match state {
+        JobState::Failed => Some("FAILED REASON"),
+        JobState::Delayed => Some("DUE"),
+        JobState::Prioritized => Some("PRIORITY"),
+        JobState::Active => Some("STARTED"),
+        JobState::Completed => Some("FINISHED"),
+        _ => None,
+    }
+}
+
+/// The cell of [`extra_header`]'s column for `job`.
+fn extra_cell(state: JobState, job: &Job, now: u64, paint: Paint) -> String {
+    let ago = |at: Option<u64>| at.map_or_else(|| "-".to_owned(), |at| format_relative(at, now));
+    match state {
+        JobState::Failed => paint.red(&one_line(job.failed_reason().unwrap_or("-"), 100)),
+        JobState::Delayed => {
+            format_relative(job.timestamp().saturating_add(job.record().delay), now)
+        }
+        JobState::Prioritized => job.priority().to_string(),
+        JobState::Active => ago(job.processed_on()),
+        JobState::Completed => ago(job.finished_on()),
+        _ => String::new(),
+    }
+}
+
 /// The aligned table: id, name, attempts, age, and the column that matters for the state.
 fn as_text(state: JobState, jobs: &[Job], now: u64, paint: Paint) -> String {
-    let extra: Option<(&str, Box<dyn Fn(&Job) -> String>)> = match state {
-        JobState::Failed => Some((
-            "FAILED REASON",
-            Box::new(move |job: &Job| {
-                paint.red(&one_line(job.failed_reason().unwrap_or("-"), 100))
-            }),
-        )),
-        JobState::Delayed => Some((
-            "DUE",
-            Box::new(move |job: &Job| {
-                format_relative(job.timestamp().saturating_add(job.record().delay), now)
-            }),
-        )),
-        JobState::Prioritized => Some(("PRIORITY", Box::new(|job: &Job| job.priority().to_string()))),
-        JobState::Active => Some((
-            "STARTED",
-            Box::new(move |job: &Job| {
-                job.processed_on()
-                    .map_or_else(|| "-".to_owned(), |at| format_relative(at, now))
-            }),
-        )),
-        JobState::Completed => Some((
-            "FINISHED",
-            Box::new(move |job: &Job| {
-                job.finished_on()
-                    .map_or_else(|| "-".to_owned(), |at| format_relative(at, now))
-            }),
-        )),
-        _ => None,
-    };
+    let extra = extra_header(state);
     let mut headers = vec!["ID", "NAME", "ATTEMPTS", "CREATED"];
-    if let Some((header, _)) = &extra {
-        headers.push(header);
-    }
+    headers.extend(extra);
     let rows: Vec<Vec<String>> = jobs
         .iter()
         .map(|job| {
@@ -216,8 +217,8 @@ fn as_text(state: JobState, jobs: &[Job], now: u64, paint: Paint) -> String {
                 attempts_text(job),
                 format_relative(job.timestamp(), now),
             ];
-            if let Some((_, cell)) = &extra {
-                row.push(cell(job));
+            if extra.is_some() {
+                row.push(extra_cell(state, job, now, paint));
             }
             row
         })
@@ -276,7 +277,11 @@ mod tests {
         let now = 1_800_000_000_000;
         let jobs = vec![job(
             "d",
-            &[("name", "later"), ("timestamp", "1800000000000"), ("delay", "60000")],
+            &[
+                ("name", "later"),
+                ("timestamp", "1800000000000"),
+                ("delay", "60000"),
+            ],
         )];
         let text = as_text(JobState::Delayed, &jobs, now, Paint::forced(false));
         assert!(text.contains("DUE"), "{text}");

@@ -57,7 +57,9 @@ fn parse_rate_limit(text: &str) -> Result<GlobalRateLimit, String> {
         .parse()
         .map_err(|_| format!("expected a whole number of jobs before '/', got {max:?}"))?;
     if max == 0 {
-        return Err("the rate limit's MAX must be at least 1 (use --remove-rate-limit to lift it)".into());
+        return Err(
+            "the rate limit's MAX must be at least 1 (use --remove-rate-limit to lift it)".into(),
+        );
     }
     let ms = parse_duration_ms(duration)?;
     if ms == 0 {
@@ -176,10 +178,16 @@ mod tests {
         assert_eq!((limit.max, limit.duration_ms()), (100, 60_000));
         let limit = parse_rate_limit("10/1000").unwrap();
         assert_eq!((limit.max, limit.duration_ms()), (10, 1_000));
-        assert!(parse_rate_limit("100").unwrap_err().contains("MAX/DURATION"));
+        assert!(parse_rate_limit("100")
+            .unwrap_err()
+            .contains("MAX/DURATION"));
         assert!(parse_rate_limit("0/1s").unwrap_err().contains("at least 1"));
-        assert!(parse_rate_limit("5/0s").unwrap_err().contains("at least 1ms"));
-        assert!(parse_rate_limit("x/1s").unwrap_err().contains("whole number"));
+        assert!(parse_rate_limit("5/0s")
+            .unwrap_err()
+            .contains("at least 1ms"));
+        assert!(parse_rate_limit("x/1s")
+            .unwrap_err()
+            .contains("whole number"));
         assert!(parse_rate_limit("5/soon").unwrap_err().contains("500ms"));
     }
 

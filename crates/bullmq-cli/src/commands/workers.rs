@@ -49,7 +49,9 @@ fn as_text(workers: &[WorkerConnection]) -> String {
         .iter()
         .map(|w| {
             vec![
-                w.worker_name.clone().unwrap_or_else(|| "<unnamed>".to_owned()),
+                w.worker_name
+                    .clone()
+                    .unwrap_or_else(|| "<unnamed>".to_owned()),
                 w.addr.clone(),
                 seconds_text(w.age_secs),
                 seconds_text(w.idle_secs),
