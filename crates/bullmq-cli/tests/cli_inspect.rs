@@ -102,6 +102,14 @@ fn on_a_terminal(prefix: &str, args: &str, no_color: bool) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The value of the `key` row of a two-column listing (`key   value`).
+fn field<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(key)?;
+        rest.starts_with("  ").then(|| rest.trim())
+    })
+}
+
 fn node_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../integration-tests/node")
 }
@@ -327,10 +335,11 @@ async fn failed_jobs_and_a_job_in_full_as_node_left_them() {
 
     // `job`: the stack trace Node stored, the logs, state and reason, in text and JSON.
     let text = text_of(&bullmq(&prefix, &["job", "mail", a]));
+    let key = format!("{prefix}:mail:{a}");
+    assert_eq!(field(&text, "job"), Some(key.as_str()), "{text}");
+    assert_eq!(field(&text, "state"), Some("failed"), "{text}");
+    assert_eq!(field(&text, "failed reason"), Some("smtp down"), "{text}");
     for expected in [
-        format!("job            {prefix}:mail:{a}\n"),
-        "state          failed\n".to_owned(),
-        "failed reason  smtp down\n".to_owned(),
         "\nstack trace\n  Error: smtp down\n".to_owned(),
         "\nlogs (2)\n  first line\n  second line\n".to_owned(),
         "\ndata\n  {\n".to_owned(),
@@ -565,7 +574,7 @@ async fn metrics_recorded_by_a_node_worker() {
     assert!(!text.contains("no metrics recorded"), "{text}");
     assert!(text.contains("completed  3 in the window, peak "), "{text}");
     assert!(text.contains("failed     2 in the window, peak "), "{text}");
-    // Piped, the charts are ASCII: 60 columns, the newest minute (right) not empty.
+    // Piped, the charts are ASCII: 60 columns, not all empty.
     let charts: Vec<&str> = text
         .lines()
         .filter(|line| line.starts_with("           "))
@@ -632,5 +641,88 @@ async fn workers_lists_a_running_node_worker_by_name() {
     );
     let out = node_result("run_worker.js", worker);
     assert_eq!(out["stoppedBy"], "count", "{out}");
+    delete_under(&prefix).await;
+}
+
+#[tokio::test]
+async fn a_flow_parent_shows_its_children_and_a_child_its_parent() {
+    if !node_available() {
+        return;
+    }
+    let prefix = unique_prefix("flow");
+    // Two children: one runs now, one is delayed, so the parent keeps waiting for it.
+    let added = node(
+        "flows.js",
+        json!({"op": "add", "prefix": prefix, "flow": {
+            "name": "report", "queueName": "parents", "data": {},
+            "children": [
+                {"name": "part", "queueName": "kids", "data": {"returnValue": 7}},
+                {"name": "part", "queueName": "kids", "data": {}, "opts": {"delay": 600000}},
+            ],
+        }}),
+    );
+    let tree = &added["tree"];
+    let parent = tree["id"].as_str().expect("parent id").to_owned();
+    let child_ids: Vec<String> = tree["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect();
+    node_work(&prefix, "kids", 1, json!({}));
+    let done = node(
+        "admin.js",
+        json!({"queue": "kids", "prefix": prefix, "op": "getJobState", "id": child_ids[0]}),
+    );
+    let (ran, later) = if done["result"] == "completed" {
+        (&child_ids[0], &child_ids[1])
+    } else {
+        (&child_ids[1], &child_ids[0])
+    };
+
+    let waiting = json_of(&bullmq(
+        &prefix,
+        &["--json", "jobs", "parents", "--state", "waiting-children"],
+    ));
+    assert_eq!(ids_of(&waiting["jobs"]), vec![parent.clone()], "{waiting}");
+
+    let value = json_of(&bullmq(&prefix, &["--json", "job", "parents", &parent]));
+    assert_eq!(value["state"], "waiting-children", "{value}");
+    let deps = &value["dependencies"];
+    assert_eq!(
+        deps["processed"][format!("{prefix}:kids:{ran}")],
+        7,
+        "{value}"
+    );
+    assert_eq!(
+        deps["unprocessed"],
+        json!([format!("{prefix}:kids:{later}")]),
+        "{value}"
+    );
+    let text = text_of(&bullmq(&prefix, &["job", "parents", &parent]));
+    assert_eq!(field(&text, "state"), Some("waiting-children"), "{text}");
+    assert!(text.contains("\nchildren (2)\n"), "{text}");
+    assert!(
+        text.contains(&format!("processed  {prefix}:kids:{ran}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("pending    {prefix}:kids:{later}")),
+        "{text}"
+    );
+
+    let child = json_of(&bullmq(&prefix, &["--json", "job", "kids", ran]));
+    assert_eq!(
+        child["parentKey"],
+        format!("{prefix}:parents:{parent}"),
+        "{child}"
+    );
+    assert_eq!(child["parent"]["id"], parent.as_str(), "{child}");
+    let child_text = text_of(&bullmq(&prefix, &["job", "kids", ran]));
+    assert_eq!(
+        field(&child_text, "parent"),
+        Some(format!("{prefix}:parents:{parent}").as_str()),
+        "{child_text}"
+    );
     delete_under(&prefix).await;
 }
