@@ -17,7 +17,8 @@ use crate::time_text::{format_relative, now_ms};
 pub(crate) struct JobsArgs {
     /// Queue name.
     queue: String,
-    /// Which jobs to list.
+    /// Which jobs to list: completed and failed newest first, the others in the order they
+    /// will run (as Node's getters).
     #[arg(long, value_enum)]
     state: StateArg,
     /// At most this many jobs.
@@ -34,12 +35,19 @@ pub(crate) struct JobsArgs {
 /// The states a job can be listed in (Node's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum StateArg {
+    /// Ready to run, no priority (`wait`).
     Waiting,
+    /// Held by a worker now.
     Active,
+    /// To run later (retries with backoff too).
     Delayed,
+    /// Ready to run, by priority.
     Prioritized,
+    /// Flow parents waiting for their children.
     WaitingChildren,
+    /// Finished successfully (as far as kept).
     Completed,
+    /// Failed for good (as far as kept).
     Failed,
     /// The legacy `paused` list an old client may have left jobs in.
     Paused,

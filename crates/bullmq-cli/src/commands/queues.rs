@@ -22,7 +22,8 @@ struct QueueSummary {
     name: String,
     counts: JobCounts,
     paused: bool,
-    workers: usize,
+    /// `None` when the server refuses `CLIENT LIST` (some hosted services do).
+    workers: Option<usize>,
 }
 
 /// The counted states, in the order of the table's columns: what is still to run, then what
@@ -69,10 +70,16 @@ async fn summarise(
     let names = bullmq_redis::queue::discover_queues(client, &ctx.prefix)
         .await
         .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
-    let client_list: String = client
-        .client_list::<String, String>(None, None)
-        .await
-        .context("CLIENT LIST failed (some hosted Redis services disable it)")?;
+    // Without CLIENT LIST the counts are still worth showing; only the workers are unknown.
+    let client_list: Option<String> = match client.client_list::<String, String>(None, None).await {
+        Ok(list) => Some(list),
+        Err(error) => {
+            eprintln!(
+                "warning: CLIENT LIST failed, worker counts unknown (some hosted Redis services disable it): {error}"
+            );
+            None
+        }
+    };
     let mut summaries = Vec::with_capacity(names.len());
     for name in names {
         // Reading must not create anything, so each queue's `meta` is left alone.
@@ -90,7 +97,9 @@ async fn summarise(
             .is_paused()
             .await
             .with_context(|| format!("reading whether queue {name:?} is paused"))?;
-        let workers = parse_client_list(&client_list, queue.keys()).len();
+        let workers = client_list
+            .as_deref()
+            .map(|list| parse_client_list(list, queue.keys()).len());
         queue.close().await?;
         summaries.push(QueueSummary {
             name,
@@ -139,7 +148,7 @@ fn as_text(summaries: &[QueueSummary], paint: Paint) -> String {
                 } else {
                     "no".to_owned()
                 },
-                s.workers.to_string(),
+                s.workers.map_or_else(|| "?".to_owned(), |n| n.to_string()),
             ];
             row.extend(STATES.iter().map(|state| {
                 let n = s.counts.get(*state);
@@ -166,7 +175,7 @@ mod tests {
             name: name.into(),
             counts,
             paused,
-            workers: 2,
+            workers: Some(2),
         }
     }
 
@@ -188,5 +197,12 @@ mod tests {
         assert_eq!(value["queues"][0]["counts"]["waiting-children"], 0);
         assert_eq!(value["queues"][0]["paused"], true);
         assert_eq!(value["queues"][0]["workers"], 2);
+        let mut unknown = summary("x", 0, false);
+        unknown.workers = None;
+        assert!(as_text(&[unknown.clone()], Paint::forced(false)).contains("x      no      ?  "));
+        assert_eq!(
+            as_json("bull", &[unknown])["queues"][0]["workers"],
+            Value::Null
+        );
     }
 }
