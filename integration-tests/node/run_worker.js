@@ -3,7 +3,8 @@
 //
 // Args: {queue, prefix?, concurrency?: 1, stopAfter?: n, idleMs?: ms, timeoutMs?: 60000,
 //        name?: worker name, lockDuration?: ms, stalledInterval?: ms, drainDelay?: s,
-//        limiter?: {max, duration}}
+//        limiter?: {max, duration}, metrics?: {maxDataPoints}}
+// With `metrics` the worker records per-minute completed / failed counts (Node's metrics keys).
 // The processor's behaviour is chosen by the job's data (all optional, combined in this order):
 //   {sleepMs: n}            wait n ms
 //   {progress: v | [v...]}  job.updateProgress(v) for each value
@@ -71,6 +72,7 @@ run(async args => {
       stalledInterval: args.stalledInterval || 30000,
       drainDelay: args.drainDelay || 1,
       limiter: args.limiter,
+      metrics: args.metrics,
     },
   );
   worker.on('completed', (job, returnvalue) => {

@@ -7,6 +7,7 @@ mod commands;
 mod exit;
 mod local_redis;
 mod output;
+mod sparkline;
 mod time_text;
 
 use std::io::IsTerminal;
@@ -59,6 +60,21 @@ enum Command {
     Schedulers(commands::schedulers::SchedulersArgs),
     /// Create, replace (`scheduler upsert`) or remove (`scheduler remove`) one job scheduler.
     Scheduler(commands::scheduler::SchedulerArgs),
+    /// Every queue under `--prefix`: job counts per state, paused flag and worker count.
+    Queues(commands::queues::QueuesArgs),
+    /// The jobs of a queue in one state, a page at a time (id, name, attempts, age, and the
+    /// failure reason of failed jobs).
+    Jobs(commands::jobs::JobsArgs),
+    /// Everything about one job: data, options, result or failure with its stack trace,
+    /// progress, logs, parent and children (exit 3 when there is no such job).
+    Job(commands::job::JobArgs),
+    /// The workers connected to a queue.
+    Workers(commands::workers::WorkersArgs),
+    /// Jobs completed and failed per minute, with a chart (recorded by workers started with
+    /// the metrics option).
+    Metrics(commands::metrics::MetricsArgs),
+    /// Show the global concurrency and rate limit of a queue, or set / remove them.
+    Limits(commands::limits::LimitsArgs),
     /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
     /// live progress and a summary (starts a local redis-server when none answers).
     Demo(commands::demo::DemoArgs),
@@ -93,6 +109,12 @@ async fn main() -> ExitCode {
         Command::Events(args) => commands::events::run(&ctx, args).await,
         Command::Schedulers(args) => commands::schedulers::run(&ctx, args).await,
         Command::Scheduler(args) => commands::scheduler::run(&ctx, args).await,
+        Command::Queues(args) => commands::queues::run(&ctx, args).await,
+        Command::Jobs(args) => commands::jobs::run(&ctx, args).await,
+        Command::Job(args) => commands::job::run(&ctx, args).await,
+        Command::Workers(args) => commands::workers::run(&ctx, args).await,
+        Command::Metrics(args) => commands::metrics::run(&ctx, args).await,
+        Command::Limits(args) => commands::limits::run(&ctx, args).await,
         Command::Demo(args) => commands::demo::run(&ctx, args).await,
     };
     match outcome {

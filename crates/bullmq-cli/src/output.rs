@@ -9,22 +9,30 @@ pub(crate) fn colour_allowed() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// Whether stdout is a terminal (a person reading), as opposed to a pipe or a file.
+pub(crate) fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
 /// Colours for stdout: ANSI escapes only when stdout is a terminal and colours are allowed,
 /// so a pipe, a file or `--json` never carries escape codes.
-// Scaffolding for the ops commands (issue 14); the allow goes once they use it.
-#[allow(dead_code)]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Paint {
     on: bool,
 }
 
-#[allow(dead_code)]
 impl Paint {
     /// Decides once, from stdout and `NO_COLOR`.
     pub(crate) fn stdout() -> Self {
         Self {
-            on: std::io::stdout().is_terminal() && colour_allowed(),
+            on: stdout_is_terminal() && colour_allowed(),
         }
+    }
+
+    /// Paint that always (`true`) or never colours, for tests of coloured layouts.
+    #[cfg(test)]
+    pub(crate) fn forced(on: bool) -> Self {
+        Self { on }
     }
 
     /// `text` in red (failures).
@@ -65,16 +73,42 @@ pub(crate) fn print_json(value: &Value) {
     }
 }
 
+/// How many columns `text` takes on a terminal: its characters, not counting the ANSI colour
+/// sequences [`Paint`] adds (so a coloured cell lines up with plain ones).
+pub(crate) fn visible_width(text: &str) -> usize {
+    let mut width = 0;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // `ESC [ parameters m`: skip through the final letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            width += 1;
+        }
+    }
+    width
+}
+
+/// `text` followed by spaces up to `width` visible columns.
+fn pad(text: &str, width: usize) -> String {
+    let fill = width.saturating_sub(visible_width(text));
+    format!("{text}{}", " ".repeat(fill))
+}
+
 /// Formats `rows` as two left-aligned columns, the first padded to its widest entry.
 pub(crate) fn two_columns(rows: &[(String, String)]) -> String {
     let width = rows
         .iter()
-        .map(|(k, _)| k.chars().count())
+        .map(|(k, _)| visible_width(k))
         .max()
         .unwrap_or(0);
     let mut out = String::new();
     for (key, value) in rows {
-        out.push_str(&format!("{key:<width$}  {value}\n"));
+        out.push_str(&format!("{}  {value}\n", pad(key, width)));
     }
     out
 }
@@ -82,10 +116,10 @@ pub(crate) fn two_columns(rows: &[(String, String)]) -> String {
 /// Formats `rows` under `headers` as left-aligned columns, each padded to its widest cell and
 /// separated by two spaces; the last column is not padded (no trailing blanks).
 pub(crate) fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| visible_width(h)).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(visible_width(cell));
         }
     }
     let mut out = String::new();
@@ -95,7 +129,7 @@ pub(crate) fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
             if i > 0 {
                 text.push_str("  ");
             }
-            text.push_str(&format!("{cell:<width$}"));
+            text.push_str(&pad(cell, *width));
         }
         out.push_str(text.trim_end());
         out.push('\n');
@@ -156,6 +190,23 @@ mod tests {
              a        every 5s   -\n\
              long-id  0 9 * * *  x\n"
         );
+    }
+
+    #[test]
+    fn coloured_cells_line_up_with_plain_ones() {
+        let paint = Paint::forced(true);
+        let rows = vec![
+            vec![paint.red("7"), "x".to_string()],
+            vec!["1234".to_string(), "y".to_string()],
+        ];
+        let text = table(&["N", "V"], &rows);
+        let plain: Vec<String> = text
+            .lines()
+            .map(|line| line.replace("\x1b[31m", "").replace("\x1b[0m", ""))
+            .collect();
+        assert_eq!(plain, ["N     V", "7     x", "1234  y"], "{text:?}");
+        assert_eq!(visible_width(&paint.bold("abc")), 3);
+        assert_eq!(Paint::forced(false).red("abc"), "abc");
     }
 
     #[test]

@@ -3,6 +3,11 @@
 pub(crate) mod add;
 pub(crate) mod demo;
 pub(crate) mod events;
+pub(crate) mod job;
+pub(crate) mod jobs;
+pub(crate) mod limits;
+pub(crate) mod metrics;
+pub(crate) mod queues;
 pub(crate) mod scheduler;
 pub(crate) mod schedulers;
 pub(crate) mod stats;

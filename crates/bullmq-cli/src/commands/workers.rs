@@ -1,8 +1,65 @@
-//! Finding the workers of a queue the way Node's `Queue.getWorkers()` does: by the names their
-//! Redis connections were given with `CLIENT SETNAME`.
+//! `bullmq workers <queue>`: the workers connected to a queue, found the way Node's
+//! `Queue.getWorkers()` finds them — by the names their Redis connections were given with
+//! `CLIENT SETNAME` (also used by `stats`).
 
 use anyhow::{Context as _, Result};
+use clap::Args;
 use serde::Serialize;
+use serde_json::json;
+
+use super::Context;
+use crate::output::{print_json, table};
+use crate::time_text::format_duration_ms;
+
+/// Arguments of `bullmq workers`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct WorkersArgs {
+    /// Queue name.
+    queue: String,
+}
+
+/// Runs `bullmq workers`.
+pub(crate) async fn run(ctx: &Context, args: WorkersArgs) -> Result<()> {
+    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let workers = list_workers(&queue).await?;
+    queue.close().await?;
+    if ctx.json {
+        print_json(&json!({ "queue": args.queue, "workers": workers }));
+    } else if workers.is_empty() {
+        println!("no workers connected to queue {}", args.queue);
+    } else {
+        print!("{}", as_text(&workers));
+    }
+    Ok(())
+}
+
+/// Whole seconds as `1m15s` (`0s`, not `0ms`: Redis counts in seconds).
+fn seconds_text(secs: u64) -> String {
+    if secs == 0 {
+        "0s".to_owned()
+    } else {
+        format_duration_ms(secs.saturating_mul(1000))
+    }
+}
+
+/// One row per connection: the worker's name, its address, how long it has been connected
+/// and since when it has been quiet (a blocked fetch counts as a command in progress).
+fn as_text(workers: &[WorkerConnection]) -> String {
+    let rows: Vec<Vec<String>> = workers
+        .iter()
+        .map(|w| {
+            vec![
+                w.worker_name
+                    .clone()
+                    .unwrap_or_else(|| "<unnamed>".to_owned()),
+                w.addr.clone(),
+                seconds_text(w.age_secs),
+                seconds_text(w.idle_secs),
+            ]
+        })
+        .collect();
+    table(&["NAME", "ADDRESS", "CONNECTED FOR", "IDLE"], &rows)
+}
 
 /// One worker connection found in `CLIENT LIST`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -40,4 +97,35 @@ pub(crate) async fn list_workers(queue: &ractor_bullmq::Queue) -> Result<Vec<Wor
         .await
         .context("CLIENT LIST failed (some hosted Redis services disable it)")?;
     Ok(workers.into_iter().map(WorkerConnection::from).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_names_each_worker() {
+        let workers = vec![
+            WorkerConnection {
+                name: "bull:cQ==:w:node-1".into(),
+                worker_name: Some("node-1".into()),
+                addr: "127.0.0.1:5000".into(),
+                age_secs: 75,
+                idle_secs: 0,
+            },
+            WorkerConnection {
+                name: "bull:cQ==".into(),
+                worker_name: None,
+                addr: "127.0.0.1:5001".into(),
+                age_secs: 3,
+                idle_secs: 1,
+            },
+        ];
+        assert_eq!(
+            as_text(&workers),
+            "NAME       ADDRESS         CONNECTED FOR  IDLE\n\
+             node-1     127.0.0.1:5000  1m15s          0s\n\
+             <unnamed>  127.0.0.1:5001  3s             1s\n"
+        );
+    }
 }

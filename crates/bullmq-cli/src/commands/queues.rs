@@ -1,0 +1,208 @@
+//! `bullmq queues`: every queue under `--prefix`, whoever created it, with its job counts per
+//! state, paused flag and worker count.
+
+use anyhow::{Context as _, Result};
+use bullmq_protocol::state::JobState;
+use bullmq_redis::fred::prelude::{ClientInterface, ClientLike};
+use clap::Args;
+use ractor_bullmq::queue::parse_client_list;
+use ractor_bullmq::{JobCounts, Queue, QueueOptions};
+use serde_json::{json, Map, Value};
+
+use super::Context;
+use crate::output::{print_json, table, Paint};
+
+/// Arguments of `bullmq queues` (none besides the global ones).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct QueuesArgs {}
+
+/// What one line of the listing shows.
+#[derive(Debug, Clone)]
+struct QueueSummary {
+    name: String,
+    counts: JobCounts,
+    paused: bool,
+    /// `None` when the server refuses `CLIENT LIST` (some hosted services do).
+    workers: Option<usize>,
+}
+
+/// The counted states, in the order of the table's columns: what is still to run, then what
+/// ran.
+const STATES: [JobState; 7] = [
+    JobState::Waiting,
+    JobState::Active,
+    JobState::Delayed,
+    JobState::Prioritized,
+    JobState::WaitingChildren,
+    JobState::Completed,
+    JobState::Failed,
+];
+
+/// Runs `bullmq queues`.
+pub(crate) async fn run(ctx: &Context, _args: QueuesArgs) -> Result<()> {
+    let config = super::connection_config(ctx)?;
+    let target = config.target();
+    let client = config
+        .connect(None)
+        .await
+        .with_context(|| format!("cannot connect to Redis at {target}"))?;
+    let summaries = summarise(ctx, &config, &client).await;
+    // Close the connection whatever the reads did, then report them.
+    let _ = client.quit().await;
+    let summaries = summaries?;
+    if ctx.json {
+        print_json(&as_json(&ctx.prefix, &summaries));
+    } else if summaries.is_empty() {
+        println!("no queues under prefix {:?}", ctx.prefix);
+    } else {
+        print!("{}", as_text(&summaries, Paint::stdout()));
+    }
+    Ok(())
+}
+
+/// Finds the queues and reads each one's counts and paused flag on the shared `client`; the
+/// workers come from one `CLIENT LIST` for all of them.
+async fn summarise(
+    ctx: &Context,
+    config: &ractor_bullmq::ConnectionConfig,
+    client: &bullmq_redis::fred::prelude::Client,
+) -> Result<Vec<QueueSummary>> {
+    let names = bullmq_redis::queue::discover_queues(client, &ctx.prefix)
+        .await
+        .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
+    // Without CLIENT LIST the counts are still worth showing; only the workers are unknown.
+    let client_list: Option<String> = match client.client_list::<String, String>(None, None).await {
+        Ok(list) => Some(list),
+        Err(error) => {
+            eprintln!(
+                "warning: CLIENT LIST failed, worker counts unknown (some hosted Redis services disable it): {error}"
+            );
+            None
+        }
+    };
+    let mut summaries = Vec::with_capacity(names.len());
+    for name in names {
+        // Reading must not create anything, so each queue's `meta` is left alone.
+        let options = QueueOptions::new(config.clone())
+            .prefix(ctx.prefix.clone())
+            .skip_meta_update(true);
+        let queue = Queue::with_client(name.clone(), client.clone(), options)
+            .await
+            .with_context(|| format!("opening queue {name:?}"))?;
+        let counts = queue
+            .get_job_counts()
+            .await
+            .with_context(|| format!("counting the jobs of queue {name:?}"))?;
+        let paused = queue
+            .is_paused()
+            .await
+            .with_context(|| format!("reading whether queue {name:?} is paused"))?;
+        let workers = client_list
+            .as_deref()
+            .map(|list| parse_client_list(list, queue.keys()).len());
+        queue.close().await?;
+        summaries.push(QueueSummary {
+            name,
+            counts,
+            paused,
+            workers,
+        });
+    }
+    Ok(summaries)
+}
+
+fn as_json(prefix: &str, summaries: &[QueueSummary]) -> Value {
+    let queues: Vec<Value> = summaries
+        .iter()
+        .map(|s| {
+            let mut counts: Map<String, Value> = STATES
+                .iter()
+                .map(|state| (state.as_str().to_owned(), json!(s.counts.get(*state))))
+                .collect();
+            counts.insert("paused".into(), json!(s.counts.paused));
+            json!({
+                "queue": s.name,
+                "counts": counts,
+                "paused": s.paused,
+                "workers": s.workers,
+            })
+        })
+        .collect();
+    json!({ "prefix": prefix, "queues": queues })
+}
+
+fn as_text(summaries: &[QueueSummary], paint: Paint) -> String {
+    let mut headers = vec!["QUEUE", "PAUSED", "WORKERS"];
+    let state_headers: Vec<String> = STATES
+        .iter()
+        .map(|state| state.as_str().to_uppercase())
+        .collect();
+    headers.extend(state_headers.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = summaries
+        .iter()
+        .map(|s| {
+            let mut row = vec![
+                s.name.clone(),
+                if s.paused {
+                    paint.yellow("yes")
+                } else {
+                    "no".to_owned()
+                },
+                s.workers.map_or_else(|| "?".to_owned(), |n| n.to_string()),
+            ];
+            row.extend(STATES.iter().map(|state| {
+                let n = s.counts.get(*state);
+                match state {
+                    JobState::Failed if n > 0 => paint.red(&n.to_string()),
+                    _ => n.to_string(),
+                }
+            }));
+            row
+        })
+        .collect();
+    table(&headers, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(name: &str, failed: u64, paused: bool) -> QueueSummary {
+        let mut counts = JobCounts::default();
+        counts.waiting = 3;
+        counts.failed = failed;
+        QueueSummary {
+            name: name.into(),
+            counts,
+            paused,
+            workers: Some(2),
+        }
+    }
+
+    #[test]
+    fn one_row_per_queue_with_every_state() {
+        let text = as_text(
+            &[summary("mail", 1, true), summary("reports", 0, false)],
+            Paint::forced(false),
+        );
+        assert_eq!(
+            text,
+            "QUEUE    PAUSED  WORKERS  WAITING  ACTIVE  DELAYED  PRIORITIZED  WAITING-CHILDREN  COMPLETED  FAILED\n\
+             mail     yes     2        3        0       0        0            0                 0          1\n\
+             reports  no      2        3        0       0        0            0                 0          0\n"
+        );
+        let value = as_json("bull", &[summary("mail", 1, true)]);
+        assert_eq!(value["prefix"], "bull");
+        assert_eq!(value["queues"][0]["counts"]["failed"], 1);
+        assert_eq!(value["queues"][0]["counts"]["waiting-children"], 0);
+        assert_eq!(value["queues"][0]["paused"], true);
+        assert_eq!(value["queues"][0]["workers"], 2);
+        let mut unknown = summary("x", 0, false);
+        unknown.workers = None;
+        assert!(as_text(&[unknown.clone()], Paint::forced(false)).contains("x      no      ?  "));
+        assert_eq!(
+            as_json("bull", &[unknown])["queues"][0]["workers"],
+            Value::Null
+        );
+    }
+}
