@@ -8,9 +8,6 @@
 //! | 3 | not found: the queue or job named does not exist |
 //! | 4 | refused: a destructive command not confirmed, or a job not in the state the operation needs |
 
-// Scaffolding the ops commands (issue 14) are being written against; removed once they use it.
-#![allow(dead_code)]
-
 use std::fmt;
 use std::process::ExitCode;
 

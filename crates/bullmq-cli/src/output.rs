@@ -11,20 +11,23 @@ pub(crate) fn colour_allowed() -> bool {
 
 /// Colours for stdout: ANSI escapes only when stdout is a terminal and colours are allowed,
 /// so a pipe, a file or `--json` never carries escape codes.
-// Scaffolding for the ops commands (issue 14); the allow goes once they use it.
-#[allow(dead_code)]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Paint {
     on: bool,
 }
 
-#[allow(dead_code)]
 impl Paint {
     /// Decides once, from stdout and `NO_COLOR`.
     pub(crate) fn stdout() -> Self {
         Self {
             on: std::io::stdout().is_terminal() && colour_allowed(),
         }
+    }
+
+    /// Never colours (tests compare plain text).
+    #[cfg(test)]
+    pub(crate) fn off() -> Self {
+        Self { on: false }
     }
 
     /// `text` in red (failures).
