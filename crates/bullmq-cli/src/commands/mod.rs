@@ -97,8 +97,13 @@ mod tests {
     #[test]
     fn states_parse_by_node_names_but_unknown() {
         assert_eq!(parse_state("wait"), Ok(JobState::Waiting));
-        assert_eq!(parse_state("waiting-children"), Ok(JobState::WaitingChildren));
-        assert!(parse_state("unknown").unwrap_err().contains("expected a job state"));
+        assert_eq!(
+            parse_state("waiting-children"),
+            Ok(JobState::WaitingChildren)
+        );
+        assert!(parse_state("unknown")
+            .unwrap_err()
+            .contains("expected a job state"));
         assert!(parse_state("done").is_err());
     }
 

@@ -44,7 +44,7 @@ pub(crate) async fn run(ctx: &Context, args: ObliterateArgs) -> Result<()> {
             return Err(Exit::refused(format!(
                 "queue {queue} has active jobs, not obliterated (it is left paused; --force \
                  deletes active jobs too)"
-            )))
+            )));
         }
         Err(other) => {
             return Err(other).with_context(|| format!("obliterating queue {:?}", args.queue))

@@ -176,7 +176,14 @@ async fn run_all(ctx: &Context, queue: &Queue, op: &JobOp) -> Result<()> {
     } else {
         println!(
             "{}",
-            all_summary(Paint::stdout(), op, queue.name(), &state_names, changed, skipped)
+            all_summary(
+                Paint::stdout(),
+                op,
+                queue.name(),
+                &state_names,
+                changed,
+                skipped
+            )
         );
     }
     Ok(())
