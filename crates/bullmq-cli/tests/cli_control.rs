@@ -600,7 +600,7 @@ async fn pause_stops_a_node_worker_and_resume_lets_it_go_on() {
     // A paused queue gives a worker nothing, however long it waits.
     let idle = node(
         "run_worker.js",
-        &json!({"queue": q.queue, "prefix": q.prefix, "idleMs": 1_500}),
+        &json!({"queue": q.queue, "prefix": q.prefix, "idleMs": 3_000}),
     );
     assert_eq!(idle["processed"], json!([]), "{idle}");
     assert_eq!(q.states(&[&ids[0]]), ["waiting"]);
