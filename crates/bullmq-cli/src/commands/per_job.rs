@@ -159,7 +159,12 @@ async fn run_all(ctx: &Context, queue: &Queue, op: &JobOp) -> Result<()> {
     }
     let (mut changed, mut skipped) = (0_u64, 0_u64);
     for id in &ids {
-        match op.apply(queue, id).await? {
+        // A failure part way says how far it got: the jobs before it stay changed.
+        let outcome = op
+            .apply(queue, id)
+            .await
+            .with_context(|| stopped_after(op, changed))?;
+        match outcome {
             Outcome::Changed => changed += 1,
             Outcome::NotFound | Outcome::Refused(_) => skipped += 1,
         }
@@ -248,7 +253,14 @@ fn jobs_word(kind: String, n: u64) -> String {
 async fn run_ids(ctx: &Context, queue: &Queue, ids: &[String], op: &JobOp) -> Result<()> {
     let mut results = Vec::with_capacity(ids.len());
     for id in ids {
-        results.push((id.clone(), op.apply(queue, id).await?));
+        let outcome = op.apply(queue, id).await.with_context(|| {
+            let changed = results
+                .iter()
+                .filter(|(_, outcome)| *outcome == Outcome::Changed)
+                .count() as u64;
+            stopped_after(op, changed)
+        })?;
+        results.push((id.clone(), outcome));
     }
     if ctx.json {
         print_json(&ids_json(queue.name(), op, &results));
@@ -262,6 +274,15 @@ async fn run_ids(ctx: &Context, queue: &Queue, ids: &[String], op: &JobOp) -> Re
         Some(error) => Err(error),
         None => Ok(()),
     }
+}
+
+/// What an error part way through is prefixed with: `retried 3 jobs, then stopped`.
+fn stopped_after(op: &JobOp, changed: u64) -> String {
+    format!(
+        "{} {changed} {}, then stopped",
+        op.verb(),
+        jobs_word(String::new(), changed)
+    )
 }
 
 /// `--json` for ids: which changed, which do not exist, which were refused and why.
@@ -408,6 +429,7 @@ mod tests {
             "reprioritized 1 prioritized or waiting job on queue mail \
              (2 skipped: moved, removed or locked meanwhile)"
         );
+        assert_eq!(stopped_after(&op, 3), "retried 3 jobs, then stopped");
         let json = ids_json("mail", &op, &results);
         assert_eq!(json["changed"], json!(["1"]));
         assert_eq!(json["notFound"], json!(["2"]));
