@@ -25,8 +25,6 @@ pub(crate) const FAILED: u8 = 1;
 /// The queue or job named does not exist.
 pub(crate) const NOT_FOUND: u8 = 3;
 /// Not confirmed, or not in the state the operation needs.
-// For the changing ops commands (issue 14: retry, remove, obliterate, …), written alongside.
-#[allow(dead_code)]
 pub(crate) const REFUSED: u8 = 4;
 
 impl Exit {
@@ -40,8 +38,6 @@ impl Exit {
     }
 
     /// A "will not do that" error (exit 4).
-    // For the changing ops commands (issue 14), written alongside.
-    #[allow(dead_code)]
     pub(crate) fn refused(message: impl Into<String>) -> anyhow::Error {
         Self {
             code: REFUSED,

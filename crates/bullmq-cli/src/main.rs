@@ -75,6 +75,26 @@ enum Command {
     Metrics(commands::metrics::MetricsArgs),
     /// Show the global concurrency and rate limit of a queue, or set / remove them.
     Limits(commands::limits::LimitsArgs),
+    /// Move failed (or `--state completed`) jobs back to be processed: by id, or `--all`.
+    Retry(commands::retry::RetryArgs),
+    /// Make delayed jobs due now: by id, or `--all`.
+    Promote(commands::promote::PromoteArgs),
+    /// Delete jobs with their flow children: by id, or `--all --state S`.
+    Remove(commands::remove::RemoveArgs),
+    /// Set jobs' priority (`--all`: the prioritized and waiting jobs).
+    ChangePriority(commands::change_priority::ChangePriorityArgs),
+    /// Make delayed jobs due `--delay` from now: by id, or `--all`.
+    ChangeDelay(commands::change_delay::ChangeDelayArgs),
+    /// Remove the jobs of a state older than `--grace`, at most `--limit`.
+    Clean(commands::clean::CleanArgs),
+    /// Remove the waiting and prioritized jobs (and delayed ones with `--delayed`).
+    Drain(commands::drain::DrainArgs),
+    /// Pause a queue: workers stop taking jobs, adding still works.
+    Pause(commands::pause::PauseArgs),
+    /// Resume a paused queue.
+    Resume(commands::resume::ResumeArgs),
+    /// Delete a queue and all its jobs (asks for the queue's name unless `--yes`).
+    Obliterate(commands::obliterate::ObliterateArgs),
     /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
     /// live progress and a summary (starts a local redis-server when none answers).
     Demo(commands::demo::DemoArgs),
@@ -115,6 +135,16 @@ async fn main() -> ExitCode {
         Command::Workers(args) => commands::workers::run(&ctx, args).await,
         Command::Metrics(args) => commands::metrics::run(&ctx, args).await,
         Command::Limits(args) => commands::limits::run(&ctx, args).await,
+        Command::Retry(args) => commands::retry::run(&ctx, args).await,
+        Command::Promote(args) => commands::promote::run(&ctx, args).await,
+        Command::Remove(args) => commands::remove::run(&ctx, args).await,
+        Command::ChangePriority(args) => commands::change_priority::run(&ctx, args).await,
+        Command::ChangeDelay(args) => commands::change_delay::run(&ctx, args).await,
+        Command::Clean(args) => commands::clean::run(&ctx, args).await,
+        Command::Drain(args) => commands::drain::run(&ctx, args).await,
+        Command::Pause(args) => commands::pause::run(&ctx, args).await,
+        Command::Resume(args) => commands::resume::run(&ctx, args).await,
+        Command::Obliterate(args) => commands::obliterate::run(&ctx, args).await,
         Command::Demo(args) => commands::demo::run(&ctx, args).await,
     };
     match outcome {

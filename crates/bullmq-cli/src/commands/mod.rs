@@ -1,13 +1,24 @@
 //! One module per subcommand, each with its clap `Args` struct and an async `run`.
 
 pub(crate) mod add;
+pub(crate) mod change_delay;
+pub(crate) mod change_priority;
+pub(crate) mod clean;
 pub(crate) mod demo;
+pub(crate) mod drain;
 pub(crate) mod events;
 pub(crate) mod job;
 pub(crate) mod jobs;
 pub(crate) mod limits;
 pub(crate) mod metrics;
+pub(crate) mod obliterate;
+pub(crate) mod pause;
+pub(crate) mod per_job;
+pub(crate) mod promote;
 pub(crate) mod queues;
+pub(crate) mod remove;
+pub(crate) mod resume;
+pub(crate) mod retry;
 pub(crate) mod scheduler;
 pub(crate) mod schedulers;
 pub(crate) mod stats;
@@ -26,6 +37,7 @@ pub(crate) struct Context {
 pub(crate) mod workers;
 
 use anyhow::{Context as _, Result};
+use bullmq_protocol::state::JobState;
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 
 /// Opens `name` on the configured Redis and prefix. `read_only` skips writing the queue's
@@ -39,6 +51,18 @@ pub(crate) async fn open_queue(ctx: &Context, name: &str, read_only: bool) -> Re
     Queue::new(name, options)
         .await
         .with_context(|| format!("cannot open queue {name:?} on Redis at {target}"))
+}
+
+/// Parses a `--state` value: Node's state names (`wait` for `waiting` too); `unknown`, which
+/// no key holds, is refused.
+pub(crate) fn parse_state(text: &str) -> Result<JobState, String> {
+    match text.parse::<JobState>() {
+        Ok(JobState::Unknown) | Err(_) => Err(format!(
+            "expected a job state: waiting (or wait), active, delayed, prioritized, completed, \
+             failed, waiting-children or paused, got {text:?}"
+        )),
+        Ok(state) => Ok(state),
+    }
 }
 
 /// The connection of `--redis-url` / `REDIS_URL`.
@@ -72,7 +96,21 @@ pub(crate) fn redact_password(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redact_password;
+    use super::{parse_state, redact_password};
+    use bullmq_protocol::state::JobState;
+
+    #[test]
+    fn states_parse_by_node_names_but_unknown() {
+        assert_eq!(parse_state("wait"), Ok(JobState::Waiting));
+        assert_eq!(
+            parse_state("waiting-children"),
+            Ok(JobState::WaitingChildren)
+        );
+        assert!(parse_state("unknown")
+            .unwrap_err()
+            .contains("expected a job state"));
+        assert!(parse_state("done").is_err());
+    }
 
     #[test]
     fn passwords_are_redacted_from_urls() {
