@@ -59,6 +59,10 @@ enum Command {
     Schedulers(commands::schedulers::SchedulersArgs),
     /// Create, replace (`scheduler upsert`) or remove (`scheduler remove`) one job scheduler.
     Scheduler(commands::scheduler::SchedulerArgs),
+    /// Every queue under the prefix, live: counts, paused flag, workers, throughput and
+    /// failures; keys pause / resume a queue and retry its failed jobs (a plain table per
+    /// refresh when stdout is no terminal).
+    Top(commands::top::TopArgs),
     /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
     /// live progress and a summary (starts a local redis-server when none answers).
     Demo(commands::demo::DemoArgs),
@@ -93,6 +97,7 @@ async fn main() -> ExitCode {
         Command::Events(args) => commands::events::run(&ctx, args).await,
         Command::Schedulers(args) => commands::schedulers::run(&ctx, args).await,
         Command::Scheduler(args) => commands::scheduler::run(&ctx, args).await,
+        Command::Top(args) => commands::top::run(&ctx, args).await,
         Command::Demo(args) => commands::demo::run(&ctx, args).await,
     };
     match outcome {

@@ -6,6 +6,7 @@ pub(crate) mod events;
 pub(crate) mod scheduler;
 pub(crate) mod schedulers;
 pub(crate) mod stats;
+pub(crate) mod top;
 
 /// What every command gets from the global options.
 #[derive(Debug, Clone)]
