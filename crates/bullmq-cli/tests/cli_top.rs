@@ -163,6 +163,13 @@ async fn plain_mode_lists_node_queues_with_their_counts() {
     }
     let prefix = unique_prefix("plain");
     fill_two_queues(&prefix);
+    // A connection named as Node names a worker's, as `getWorkers()` finds workers.
+    let keys = bullmq_protocol::keys::QueueKeys::new(prefix.clone(), "emails");
+    let worker = ConnectionConfig::from_url(&redis_url())
+        .unwrap()
+        .connect(Some(keys.worker_client_name(Some("w1"))))
+        .await
+        .unwrap();
 
     let output = bullmq(&["--prefix", &prefix, "top", "--iterations", "1"]);
     assert!(
@@ -198,8 +205,8 @@ async fn plain_mode_lists_node_queues_with_their_counts() {
     );
     let emails: Vec<&str> = lines[2].split_whitespace().collect();
     assert_eq!(
-        emails[..9],
-        ["emails", "0", "0", "1", "0", "1", "1", "0", "no"],
+        emails[..10],
+        ["emails", "0", "0", "1", "0", "1", "1", "0", "no", "1"],
         "{text}"
     );
     let resize: Vec<&str> = lines[3].split_whitespace().collect();
@@ -235,11 +242,13 @@ async fn plain_mode_lists_node_queues_with_their_counts() {
                "completed": 1, "failed": 1, "waiting-children": 0})
     );
     assert_eq!(emails["paused"], false);
+    assert_eq!(emails["workers"], 1);
     assert_eq!(docs[0]["queues"][0]["completedPerSec"], Value::Null);
     assert_eq!(emails["completedPerSec"], 0.0, "nothing finished meanwhile");
     assert_eq!(docs[1]["queues"][1]["counts"]["waiting"], 2);
     assert_eq!(docs[1]["prefix"], prefix.as_str());
 
+    worker.quit().await.unwrap();
     delete_under(&prefix).await;
 }
 
