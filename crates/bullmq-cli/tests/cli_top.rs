@@ -280,6 +280,10 @@ struct InPty {
 
 impl InPty {
     fn start(prefix: &str) -> Self {
+        Self::start_on(&redis_url(), prefix)
+    }
+
+    fn start_on(redis_url: &str, prefix: &str) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 24,
@@ -290,7 +294,7 @@ impl InPty {
             .expect("a pseudo-terminal opens");
         let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_bullmq"));
         command.args(["--prefix", prefix, "top", "--interval", "200ms"]);
-        command.env("REDIS_URL", redis_url());
+        command.env("REDIS_URL", redis_url);
         command.env("TERM", "xterm-256color");
         command.env_remove("RUST_LOG");
         let child = pty.slave.spawn_command(command).expect("bullmq starts");
@@ -451,4 +455,86 @@ async fn in_a_terminal_r_retries_the_failed_jobs_of_the_selected_queue() {
 
     queue.close().await.unwrap();
     delete_under(&prefix).await;
+}
+
+#[tokio::test]
+async fn in_a_terminal_ctrl_c_quits_too() {
+    let prefix = unique_prefix("ctrl-c");
+    let queue = open(&prefix, "pty-ctrl-c").await;
+    queue.add("welcome", json!({})).send().await.unwrap();
+
+    let mut top = InPty::start(&prefix);
+    top.wait_for("pty-ctrl-c");
+    // Raw mode: Ctrl-C arrives as a key, not as SIGINT.
+    top.press("\x03");
+    let status = top.wait_exit();
+    assert!(status.success(), "exit {status:?}: {:?}", top.output());
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(top.output().contains(LEAVE_ALTERNATE_SCREEN));
+
+    queue.close().await.unwrap();
+    delete_under(&prefix).await;
+}
+
+/// A redis-server of the test's own on `port`, stopped (by its pid) when dropped.
+struct OwnRedis(std::process::Child);
+
+impl OwnRedis {
+    fn start(port: u16) -> Self {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server runs (it is on PATH wherever these tests run)");
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < PATIENCE,
+                "redis-server on {port} never answered"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self(child)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[tokio::test]
+async fn in_a_terminal_redis_going_away_is_shown_and_q_still_quits() {
+    // A port of this test's own (6440-6449 are kept for this suite's servers).
+    let port = 6441;
+    let mut redis = OwnRedis::start(port);
+    let url = format!("redis://127.0.0.1:{port}");
+    let config = ConnectionConfig::from_url(&url).unwrap();
+    let queue = Queue::new("doomed", QueueOptions::new(config).prefix("gone"))
+        .await
+        .unwrap();
+    queue.add("welcome", json!({})).send().await.unwrap();
+    queue.close().await.unwrap();
+
+    let mut top = InPty::start_on(&url, "gone");
+    top.wait_for("doomed");
+    redis.stop();
+    top.wait_for("refresh failed");
+    top.press("q");
+    let status = top.wait_exit();
+    assert!(status.success(), "exit {status:?}: {:?}", top.output());
+    std::thread::sleep(Duration::from_millis(200));
+    let output = top.output();
+    let entered = output.rfind(ENTER_ALTERNATE_SCREEN).unwrap();
+    assert!(
+        output[entered..].contains(LEAVE_ALTERNATE_SCREEN),
+        "{output:?}"
+    );
 }

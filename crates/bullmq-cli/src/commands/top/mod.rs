@@ -7,6 +7,7 @@ mod plain;
 mod render;
 mod sample;
 
+use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
@@ -147,6 +148,8 @@ enum Action {
     Down,
     TogglePause,
     RetryFailed,
+    /// The terminal changed size: draw again now rather than at the next refresh.
+    Redraw,
 }
 
 /// The action of `key`, if it has one.
@@ -197,14 +200,18 @@ fn read_keys(actions: mpsc::UnboundedSender<Action>, failed: std_mpsc::Sender<St
             continue;
         }
         match event::read() {
-            Ok(Event::Key(key)) => {
-                if let Some(action) = action_of(key) {
+            Ok(event) => {
+                let action = match event {
+                    Event::Key(key) => action_of(key),
+                    Event::Resize(..) => Some(Action::Redraw),
+                    _ => None,
+                };
+                if let Some(action) = action {
                     if actions.send(action).is_err() {
                         return;
                     }
                 }
             }
-            Ok(_) => {}
             Err(error) => {
                 let _ = failed.send(format!("reading the keyboard: {error}"));
                 return;
@@ -230,19 +237,46 @@ async fn run_interactive(sampler: &mut Sampler, mut model: Model, args: &TopArgs
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last = None;
     let mut done = 0;
+    // Keys pressed while Redis was being read, carried out next.
+    let mut pending = VecDeque::new();
     loop {
-        tokio::select! {
-            _ = ticks.tick() => {
-                refresh(sampler, &mut model, &mut last).await;
-                done += 1;
-            }
-            action = actions.recv() => match action {
-                Some(Action::Quit) => return Ok(()),
-                Some(action) => act(sampler, &mut model, action).await,
-                // The reader ended: say why rather than leave a view that takes no keys.
-                None => anyhow::bail!(failed.try_recv().unwrap_or_else(|_| "the key reader stopped".into())),
+        let step = match pending.pop_front() {
+            Some(action) => Step::Act(action),
+            None => tokio::select! {
+                _ = ticks.tick() => Step::Refresh,
+                action = actions.recv() => match action {
+                    Some(Action::Quit) => return Ok(()),
+                    Some(action) => Step::Act(action),
+                    // The reader ended: say why rather than leave a view that takes no keys.
+                    None => anyhow::bail!(failed
+                        .try_recv()
+                        .unwrap_or_else(|_| "the key reader stopped".into())),
+                },
+                _ = tokio::signal::ctrl_c() => return Ok(()),
             },
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+        };
+        let work = async {
+            match step {
+                Step::Refresh => {
+                    refresh(sampler, &mut model, &mut last).await;
+                    true
+                }
+                Step::Act(action) => {
+                    act(sampler, &mut model, action).await;
+                    false
+                }
+            }
+        };
+        // A slow or unreachable Redis must not make `q` wait for it.
+        let refreshed = match unless_quit(work, &mut actions, &mut pending).await {
+            Ok(Some(refreshed)) => refreshed,
+            Ok(None) => return Ok(()),
+            Err(ReaderGone) => anyhow::bail!(failed
+                .try_recv()
+                .unwrap_or_else(|_| "the key reader stopped".into())),
+        };
+        if refreshed {
+            done += 1;
         }
         terminal
             .draw(|frame| render::draw(frame, &model))
@@ -250,6 +284,38 @@ async fn run_interactive(sampler: &mut Sampler, mut model: Model, args: &TopArgs
         if args.iterations.is_some_and(|n| done >= n) {
             return Ok(());
         }
+    }
+}
+
+/// One turn of the full-screen loop.
+enum Step {
+    Refresh,
+    Act(Action),
+}
+
+/// The key reader stopped while work was running.
+struct ReaderGone;
+
+/// Runs `work` unless quitting is asked for first (a quit key or SIGINT: `Ok(None)`) or the
+/// key reader stops; other keys pressed meanwhile are queued in `pending`.
+async fn unless_quit<T>(
+    work: impl std::future::Future<Output = T>,
+    actions: &mut mpsc::UnboundedReceiver<Action>,
+    pending: &mut VecDeque<Action>,
+) -> Result<Option<T>, ReaderGone> {
+    let quit = async {
+        loop {
+            match actions.recv().await {
+                Some(Action::Quit) => return Ok(None),
+                Some(action) => pending.push_back(action),
+                None => return Err(ReaderGone),
+            }
+        }
+    };
+    tokio::select! {
+        output = work => Ok(Some(output)),
+        outcome = quit => outcome,
+        _ = tokio::signal::ctrl_c() => Ok(None),
     }
 }
 
@@ -300,7 +366,7 @@ async fn act(sampler: &mut Sampler, model: &mut Model, action: Action) {
             });
             refresh_failures(sampler, model).await;
         }
-        Action::Quit => {}
+        Action::Quit | Action::Redraw => {}
     }
 }
 

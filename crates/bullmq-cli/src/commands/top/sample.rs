@@ -21,6 +21,9 @@ const REDISCOVER_EVERY: u64 = 5;
 /// How many of the selected queue's failures are read (the screen shows what fits).
 const FAILURES: i64 = 20;
 
+/// How long one Redis command may take before the refresh reports it failed.
+const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Failed ids read per page while retrying them.
 const RETRY_PAGE: i64 = 500;
 
@@ -40,7 +43,9 @@ impl Sampler {
     ///
     /// A bad URL, or Redis not answering.
     pub(crate) async fn connect(ctx: &Context) -> Result<Self> {
-        let config = crate::commands::connection_config(ctx)?;
+        let mut config = crate::commands::connection_config(ctx)?;
+        // A live view must say Redis stopped answering rather than freeze waiting for it.
+        config.command_timeout = COMMAND_TIMEOUT;
         let client = config
             .connect(None)
             .await
