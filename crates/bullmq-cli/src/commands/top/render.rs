@@ -322,6 +322,14 @@ mod tests {
     }
 
     #[test]
+    fn a_tiny_terminal_still_draws() {
+        for (width, height) in [(20, 5), (1, 1), (80, 3)] {
+            let rows = screen(&two_queues(), width, height);
+            assert_eq!(rows.len(), usize::from(height));
+        }
+    }
+
+    #[test]
     fn no_queues_is_said() {
         let model = Model::new("nothing-here", Duration::from_secs(1));
         let text = screen(&model, 80, 24).join("\n");
