@@ -6,7 +6,7 @@
 use chrono::TimeZone as _;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Sparkline, Table, TableState};
 use ratatui::Frame;
 
@@ -67,10 +67,13 @@ fn title_line(model: &Model) -> Line<'static> {
 }
 
 fn draw_queues(frame: &mut Frame<'_>, area: Rect, model: &Model) {
-    let header = Row::new([
-        "QUEUE", "WAIT", "ACTIVE", "DELAY", "PRIO", "DONE", "FAILED", "WRK", "STATE",
-    ])
-    .style(Style::new().add_modifier(Modifier::BOLD));
+    let mut header = vec![Cell::from("QUEUE")];
+    header.extend(
+        ["WAIT", "ACTIVE", "DELAY", "PRIO", "DONE", "FAILED", "WRK"]
+            .map(|title| Cell::from(Text::from(title).right_aligned())),
+    );
+    header.push(Cell::from(" STATE"));
+    let header = Row::new(header).style(Style::new().add_modifier(Modifier::BOLD));
     let block = Block::bordered().title(" queues ");
     if model.queues.is_empty() {
         let text = format!("no queues under prefix {:?}", model.prefix);
@@ -87,7 +90,7 @@ fn draw_queues(frame: &mut Frame<'_>, area: Rect, model: &Model) {
         Constraint::Length(8),
         Constraint::Length(7),
         Constraint::Length(4),
-        Constraint::Length(7),
+        Constraint::Length(8),
     ];
     let table = Table::new(rows, widths)
         .header(header)
@@ -106,19 +109,21 @@ fn queue_row(view: &QueueView) -> Row<'_> {
         Style::new()
     };
     let state = if view.sample.paused {
-        Cell::from("paused").style(Style::new().fg(Color::Yellow))
+        Cell::from(" paused").style(Style::new().fg(Color::Yellow))
     } else {
-        Cell::from("running").style(Style::new().fg(Color::Green))
+        Cell::from(" running").style(Style::new().fg(Color::Green))
     };
+    // Numbers right-aligned, so their digits line up as they grow.
+    let number = |n: u64| Cell::from(Text::from(n.to_string()).right_aligned());
     Row::new([
         Cell::from(view.sample.name.as_str()),
-        Cell::from(counts.waiting.to_string()),
-        Cell::from(counts.active.to_string()),
-        Cell::from(counts.delayed.to_string()),
-        Cell::from(counts.prioritized.to_string()),
-        Cell::from(counts.completed.to_string()),
-        Cell::from(counts.failed.to_string()).style(failed_style),
-        Cell::from(view.sample.workers.to_string()),
+        number(counts.waiting),
+        number(counts.active),
+        number(counts.delayed),
+        number(counts.prioritized),
+        number(counts.completed),
+        number(counts.failed).style(failed_style),
+        number(view.sample.workers as u64),
         state,
     ])
 }
