@@ -95,6 +95,10 @@ enum Command {
     Resume(commands::resume::ResumeArgs),
     /// Delete a queue and all its jobs (asks for the queue's name unless `--yes`).
     Obliterate(commands::obliterate::ObliterateArgs),
+    /// Every queue under the prefix, live: counts, paused flag, workers, throughput and
+    /// failures; keys pause / resume a queue and retry its failed jobs (a plain table per
+    /// refresh when stdout is no terminal).
+    Top(commands::top::TopArgs),
     /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
     /// live progress and a summary (starts a local redis-server when none answers).
     Demo(commands::demo::DemoArgs),
@@ -145,6 +149,7 @@ async fn main() -> ExitCode {
         Command::Pause(args) => commands::pause::run(&ctx, args).await,
         Command::Resume(args) => commands::resume::run(&ctx, args).await,
         Command::Obliterate(args) => commands::obliterate::run(&ctx, args).await,
+        Command::Top(args) => commands::top::run(&ctx, args).await,
         Command::Demo(args) => commands::demo::run(&ctx, args).await,
     };
     match outcome {

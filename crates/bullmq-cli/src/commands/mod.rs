@@ -22,6 +22,7 @@ pub(crate) mod retry;
 pub(crate) mod scheduler;
 pub(crate) mod schedulers;
 pub(crate) mod stats;
+pub(crate) mod top;
 
 /// What every command gets from the global options.
 #[derive(Debug, Clone)]
