@@ -1,4 +1,4 @@
-//! The `bullmq` command: inspect and feed BullMQ queues from the shell.
+//! The `bullmq` command: operate BullMQ queues from the shell.
 //!
 //! Works on any queue in the BullMQ 6.7.0 layout, whoever wrote it (Node, Python, Elixir or this
 //! project's Rust runtime). Run `bullmq --help` for the commands.
@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Inspect and feed BullMQ-compatible queues in Redis.
+/// Operate BullMQ queues in Redis: find, inspect, retry, promote, clean, pause, watch live.
 #[derive(Debug, Parser)]
 #[command(name = "bullmq", version, about, propagate_version = true)]
 struct Cli {
