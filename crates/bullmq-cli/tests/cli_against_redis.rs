@@ -2,64 +2,17 @@
 //! reports it, `scheduler upsert` / `schedulers` / `scheduler remove` manage job schedulers, bad
 //! input fails with a readable message and writes nothing.
 
+mod common;
+
+use common::*;
+
 use std::process::{Command, Output};
 
-use bullmq_redis::fred::prelude::{ClientLike, KeysInterface};
-use bullmq_redis::fred::types::{ClusterHash, CustomCommand};
+use bullmq_redis::fred::prelude::ClientLike;
 use bullmq_redis::ConnectionConfig;
 use serde_json::Value;
 
-fn redis_url() -> String {
-    std::env::var("REDIS_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "redis://127.0.0.1:6379".into())
-}
-
-fn bullmq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bullmq"))
-        .args(args)
-        .env("REDIS_URL", redis_url())
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the bullmq binary runs")
-}
-
-fn json_of(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "bullmq failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("--json prints JSON")
-}
-
-/// Keys under `prefix`, sorted (each test uses a prefix of its own).
-async fn keys_under(prefix: &str) -> Vec<String> {
-    let client = connect(None).await;
-    let mut keys: Vec<String> = client
-        .custom(
-            CustomCommand::new_static("KEYS", ClusterHash::Random, false),
-            vec![format!("{prefix}:*")],
-        )
-        .await
-        .unwrap();
-    client.quit().await.unwrap();
-    keys.sort();
-    keys
-}
-
-/// Deletes every key under `prefix`.
-async fn delete_under(prefix: &str) {
-    let keys = keys_under(prefix).await;
-    if !keys.is_empty() {
-        let client = connect(None).await;
-        let _: i64 = client.del(keys).await.unwrap();
-        client.quit().await.unwrap();
-    }
-}
-
-async fn connect(name: Option<String>) -> bullmq_redis::fred::prelude::Client {
+async fn connect_named(name: Option<String>) -> bullmq_redis::fred::prelude::Client {
     ConnectionConfig::from_url(&redis_url())
         .unwrap()
         .connect(name)
@@ -143,9 +96,9 @@ async fn stats_does_not_create_keys() {
 async fn stats_counts_connections_named_like_node_workers() {
     let prefix = format!("cli-test-w-{}", std::process::id());
     let keys = bullmq_protocol::keys::QueueKeys::new(prefix.clone(), "jobs");
-    let named = connect(Some(keys.worker_client_name(Some("w-1")))).await;
-    let unnamed = connect(Some(keys.worker_client_name(None))).await;
-    let other = connect(Some(format!("{prefix}:b3RoZXI=:w:x"))).await;
+    let named = connect_named(Some(keys.worker_client_name(Some("w-1")))).await;
+    let unnamed = connect_named(Some(keys.worker_client_name(None))).await;
+    let other = connect_named(Some(format!("{prefix}:b3RoZXI=:w:x"))).await;
     let stats = json_of(&bullmq(&["--prefix", &prefix, "--json", "stats", "jobs"]));
     assert_eq!(stats["workers"], 2, "{stats}");
     let names: Vec<&str> = stats["workerConnections"]
@@ -161,10 +114,6 @@ async fn stats_counts_connections_named_like_node_workers() {
     for client in [named, unnamed, other] {
         client.quit().await.unwrap();
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Runs `bullmq` expecting a refusal: exit 1 and one `error:` line naming `mentions`.

@@ -5,70 +5,15 @@
 //!
 //! Each test uses a prefix of its own, so tests run in parallel on a shared Redis.
 
-use std::path::PathBuf;
+mod common;
+
+use common::*;
+
 use std::process::{Command, Output, Stdio};
 
 use bullmq_redis::fred::prelude::{ClientLike, KeysInterface, SortedSetsInterface};
 use bullmq_redis::fred::types::{ClusterHash, CustomCommand};
-use bullmq_redis::ConnectionConfig;
 use serde_json::{json, Value};
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "redis://127.0.0.1:6379".into())
-}
-
-/// A prefix no other test (or run) uses.
-fn unique_prefix(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("cli-ctl-{test}-{}-{nanos}", std::process::id())
-}
-
-fn node_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../integration-tests/node")
-}
-
-/// Whether the Node oracle can run: `false` (with a loud note) when `node` is not installed; a
-/// panic when it is but `npm ci` was not run, so a broken setup never passes silently.
-fn node_available() -> bool {
-    let found = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !found {
-        eprintln!(
-            "!!! SKIPPING: `node` is not on PATH; these tests need Node BullMQ to fill the queues"
-        );
-        return false;
-    }
-    assert!(
-        node_dir().join("node_modules/bullmq/package.json").exists(),
-        "`node` is installed but integration-tests/node/node_modules is missing: run `npm ci` in {}",
-        node_dir().display()
-    );
-    true
-}
-
-/// Runs `integration-tests/node/{script}` with `arg` and returns the JSON it prints.
-fn node(script: &str, arg: &Value) -> Value {
-    let out = Command::new("node")
-        .arg(script)
-        .arg(arg.to_string())
-        .current_dir(node_dir())
-        .env("REDIS_URL", redis_url())
-        .output()
-        .expect("node runs");
-    assert!(
-        out.status.success(),
-        "`node {script} {arg}` failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the oracle prints JSON")
-}
 
 /// A queue under a prefix of its own, driven through Node and the `bullmq` binary.
 struct Fixture {
@@ -207,28 +152,6 @@ impl Fixture {
             client.quit().await.unwrap();
         }
     }
-}
-
-async fn connect() -> bullmq_redis::fred::prelude::Client {
-    ConnectionConfig::from_url(&redis_url())
-        .unwrap()
-        .connect(None)
-        .await
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
 }
 
 #[tokio::test]

@@ -6,30 +6,15 @@
 //! Skipped (with a banner) when `node` is not installed; fails when it is but the oracle's
 //! `node_modules` is missing (CI runs `npm ci` first).
 
-use std::io::Write as _;
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+mod common;
+
+use common::*;
+
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use bullmq_redis::fred::prelude::{ClientLike, HashesInterface, KeysInterface};
-use bullmq_redis::fred::types::{ClusterHash, CustomCommand};
-use bullmq_redis::ConnectionConfig;
+use bullmq_redis::fred::prelude::{ClientLike, HashesInterface};
 use serde_json::{json, Value};
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "redis://127.0.0.1:6379".into())
-}
-
-/// A prefix no other test (or earlier run) uses.
-fn unique_prefix(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("cli-inspect-{tag}-{}-{nanos}", std::process::id())
-}
 
 /// Runs `bullmq --prefix PREFIX ARGS…` with stdout and stderr piped.
 fn bullmq(prefix: &str, args: &[&str]) -> Output {
@@ -42,17 +27,6 @@ fn bullmq(prefix: &str, args: &[&str]) -> Output {
         .env_remove("NO_COLOR")
         .output()
         .expect("the bullmq binary runs")
-}
-
-/// The JSON a successful `--json` run printed.
-fn json_of(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "bullmq failed ({}): {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("--json prints JSON")
 }
 
 /// The text a successful run printed, checked to carry no ANSI escape (stdout is a pipe).
@@ -108,121 +82,6 @@ fn field<'t>(text: &'t str, key: &str) -> Option<&'t str> {
         let rest = line.strip_prefix(key)?;
         rest.starts_with("  ").then(|| rest.trim())
     })
-}
-
-fn node_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../integration-tests/node")
-}
-
-/// Whether the Node oracle can run: `false` (with a banner) without `node`; a panic when
-/// `node` is there but `npm ci` was not run.
-fn node_available() -> bool {
-    let found = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !found {
-        eprintln!(
-            "\n!!! SKIPPING the Node-filled CLI tests: `node` is not on PATH \
-             (install Node.js >= 18 and run `npm ci` in integration-tests/node) !!!\n"
-        );
-        return false;
-    }
-    assert!(
-        node_dir().join("node_modules/bullmq/package.json").exists(),
-        "`node` is installed but the oracle is not: run `npm ci` in {}",
-        node_dir().display()
-    );
-    true
-}
-
-/// Starts `node SCRIPT` with `arg` on its stdin.
-fn spawn_node(script: &str, arg: &Value) -> Child {
-    let mut child = Command::new("node")
-        .arg(script)
-        .current_dir(node_dir())
-        .env("REDIS_URL", redis_url())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("could not start `node {script}`: {e}"));
-    let mut stdin = child.stdin.take().expect("node's stdin");
-    stdin
-        .write_all(arg.to_string().as_bytes())
-        .expect("the argument is sent to node");
-    drop(stdin);
-    child
-}
-
-/// The JSON document a finished Node script printed.
-fn node_result(script: &str, child: Child) -> Value {
-    let out = child.wait_with_output().expect("node finishes");
-    assert!(
-        out.status.success(),
-        "`node {script}` failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the oracle prints JSON")
-}
-
-/// Runs `node SCRIPT` with `arg` to the end.
-fn node(script: &str, arg: Value) -> Value {
-    node_result(script, spawn_node(script, &arg))
-}
-
-/// Adds `jobs` (`[{name, data, opts}]`) with Node; returns their ids.
-fn node_add(prefix: &str, queue: &str, jobs: Value) -> Vec<String> {
-    let out = node(
-        "add_jobs.js",
-        json!({"queue": queue, "prefix": prefix, "jobs": jobs}),
-    );
-    out["ids"]
-        .as_array()
-        .expect("ids")
-        .iter()
-        .map(|id| id.as_str().expect("string id").to_owned())
-        .collect()
-}
-
-/// Processes `count` jobs with a Node worker (concurrency 1, so in order).
-fn node_work(prefix: &str, queue: &str, count: usize, extra: Value) -> Value {
-    let mut arg =
-        json!({"queue": queue, "prefix": prefix, "stopAfter": count, "timeoutMs": 60_000});
-    if let (Value::Object(arg), Value::Object(extra)) = (&mut arg, extra) {
-        arg.extend(extra);
-    }
-    let out = node("run_worker.js", arg);
-    assert_eq!(
-        out["stoppedBy"], "count",
-        "the Node worker ran out of time: {out}"
-    );
-    out
-}
-
-async fn connect() -> bullmq_redis::fred::prelude::Client {
-    ConnectionConfig::from_url(&redis_url())
-        .unwrap()
-        .connect(None)
-        .await
-        .unwrap()
-}
-
-/// Deletes every key under `prefix`.
-async fn delete_under(prefix: &str) {
-    let client = connect().await;
-    let keys: Vec<String> = client
-        .custom(
-            CustomCommand::new_static("KEYS", ClusterHash::Random, false),
-            vec![format!("{prefix}:*")],
-        )
-        .await
-        .unwrap();
-    if !keys.is_empty() {
-        let _: i64 = client.del(keys).await.unwrap();
-    }
-    client.quit().await.unwrap();
 }
 
 fn ids_of(jobs: &Value) -> Vec<String> {
@@ -413,7 +272,7 @@ async fn queues_lists_a_node_queue_and_ours_with_counts() {
     );
     node(
         "admin.js",
-        json!({"queue": "from-node", "prefix": prefix, "op": "pause"}),
+        &json!({"queue": "from-node", "prefix": prefix, "op": "pause"}),
     );
     let added = bullmq(&prefix, &["add", "from-rust", "r1", "--priority", "3"]);
     assert!(added.status.success(), "{added:?}");
@@ -489,7 +348,7 @@ async fn limits_are_set_shown_read_by_node_and_removed() {
     // Node reads what we set, from the same meta fields.
     let meta = node(
         "admin.js",
-        json!({"queue": "jobs", "prefix": prefix, "op": "getMeta"}),
+        &json!({"queue": "jobs", "prefix": prefix, "op": "getMeta"}),
     );
     assert_eq!(meta["result"]["concurrency"], 3, "{meta}");
     assert_eq!(meta["result"]["max"], 10, "{meta}");
@@ -563,7 +422,7 @@ async fn metrics_recorded_by_a_node_worker() {
         // The raw part is what Node's getMetrics returns for the same range.
         let node_view = node(
             "metrics.js",
-            json!({"queue": "busy", "prefix": prefix, "type": kind, "start": 0, "end": 59}),
+            &json!({"queue": "busy", "prefix": prefix, "type": kind, "start": 0, "end": 59}),
         );
         assert_eq!(ours["meta"], node_view["metrics"]["meta"], "{kind}");
         assert_eq!(ours["data"], node_view["metrics"]["data"], "{kind}");
@@ -653,7 +512,7 @@ async fn a_flow_parent_shows_its_children_and_a_child_its_parent() {
     // Two children: one runs now, one is delayed, so the parent keeps waiting for it.
     let added = node(
         "flows.js",
-        json!({"op": "add", "prefix": prefix, "flow": {
+        &json!({"op": "add", "prefix": prefix, "flow": {
             "name": "report", "queueName": "parents", "data": {},
             "children": [
                 {"name": "part", "queueName": "kids", "data": {"returnValue": 7}},
@@ -672,7 +531,7 @@ async fn a_flow_parent_shows_its_children_and_a_child_its_parent() {
     node_work(&prefix, "kids", 1, json!({}));
     let done = node(
         "admin.js",
-        json!({"queue": "kids", "prefix": prefix, "op": "getJobState", "id": child_ids[0]}),
+        &json!({"queue": "kids", "prefix": prefix, "op": "getJobState", "id": child_ids[0]}),
     );
     let (ran, later) = if done["result"] == "completed" {
         (&child_ids[0], &child_ids[1])

@@ -3,14 +3,16 @@
 //! the queues, `p` pauses the selected one, `r` retries its failed jobs and `q` quits with the
 //! terminal restored.
 
+mod common;
+
+use common::*;
+
 use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bullmq_redis::fred::prelude::{ClientLike, KeysInterface};
-use bullmq_redis::fred::types::{ClusterHash, CustomCommand};
+use bullmq_redis::fred::prelude::ClientLike;
 use bullmq_redis::ConnectionConfig;
 use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 use ractor_bullmq::{Queue, QueueOptions};
@@ -22,112 +24,6 @@ const PATIENCE: Duration = Duration::from_secs(30);
 /// Switching to / from the alternate screen (xterm's private mode 1049).
 const ENTER_ALTERNATE_SCREEN: &str = "\x1b[?1049h";
 const LEAVE_ALTERNATE_SCREEN: &str = "\x1b[?1049l";
-
-fn redis_url() -> String {
-    std::env::var("REDIS_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "redis://127.0.0.1:6379".into())
-}
-
-/// A prefix no other test (or run) uses.
-fn unique_prefix(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("cli-top-{test}-{}-{nanos}", std::process::id())
-}
-
-fn bullmq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bullmq"))
-        .args(args)
-        .env("REDIS_URL", redis_url())
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the bullmq binary runs")
-}
-
-fn node_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../integration-tests/node")
-}
-
-/// Whether the Node oracle can run: `false` (with a loud note) without `node`; a panic when
-/// `node` is there but its packages are not installed, as that is a broken setup, not a skip.
-fn node_available() -> bool {
-    let found = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !found {
-        eprintln!("!!! SKIPPING: `node` is not on PATH (install Node.js and run `npm ci` in integration-tests/node)");
-        return false;
-    }
-    assert!(
-        node_dir().join("node_modules/bullmq/package.json").exists(),
-        "`node` is installed but the oracle is not: run `npm ci` in {}",
-        node_dir().display()
-    );
-    true
-}
-
-/// Runs `integration-tests/node/{script}` with `arg`, returning the JSON it prints.
-fn run_node(script: &str, arg: &Value) -> Value {
-    let output = Command::new("node")
-        .arg(script)
-        .arg(arg.to_string())
-        .current_dir(node_dir())
-        .env("REDIS_URL", redis_url())
-        .output()
-        .expect("node runs");
-    assert!(
-        output.status.success(),
-        "node {script} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("the oracle prints JSON")
-}
-
-/// Node adds `jobs` (`[{name, data, opts}]`) to `queue`.
-fn node_add(prefix: &str, queue: &str, jobs: Value) {
-    run_node(
-        "add_jobs.js",
-        &json!({"queue": queue, "prefix": prefix, "jobs": jobs}),
-    );
-}
-
-/// A Node worker processes `count` attempts of `queue` and stops.
-fn node_work(prefix: &str, queue: &str, count: u64) {
-    let report = run_node(
-        "run_worker.js",
-        &json!({"queue": queue, "prefix": prefix, "stopAfter": count, "timeoutMs": 60000}),
-    );
-    assert_eq!(report["stoppedBy"], "count", "{report}");
-}
-
-async fn connect() -> bullmq_redis::fred::prelude::Client {
-    ConnectionConfig::from_url(&redis_url())
-        .unwrap()
-        .connect(None)
-        .await
-        .unwrap()
-}
-
-/// Deletes every key under `prefix`.
-async fn delete_under(prefix: &str) {
-    let client = connect().await;
-    let keys: Vec<String> = client
-        .custom(
-            CustomCommand::new_static("KEYS", ClusterHash::Random, false),
-            vec![format!("{prefix}:*")],
-        )
-        .await
-        .unwrap();
-    if !keys.is_empty() {
-        let _: i64 = client.del(keys).await.unwrap();
-    }
-    client.quit().await.unwrap();
-}
 
 async fn open(prefix: &str, name: &str) -> Queue {
     let config = ConnectionConfig::from_url(&redis_url()).unwrap();
@@ -148,7 +44,7 @@ fn fill_two_queues(prefix: &str) {
             {"name": "later", "data": {}, "opts": {"delay": 3_600_000}},
         ]),
     );
-    node_work(prefix, "emails", 2);
+    node_work(prefix, "emails", 2, json!({}));
     node_add(
         prefix,
         "resize",
@@ -439,7 +335,7 @@ async fn in_a_terminal_r_retries_the_failed_jobs_of_the_selected_queue() {
             {"name": "b", "data": {"fail": "boom b"}},
         ]),
     );
-    node_work(&prefix, "flaky", 2);
+    node_work(&prefix, "flaky", 2, json!({}));
     let queue = open(&prefix, "flaky").await;
     assert_eq!(queue.get_job_counts().await.unwrap().failed, 2);
 
