@@ -129,7 +129,8 @@ async fn add_active(queue: &Queue, n: usize) -> anyhow::Result<Vec<String>> {
 
 /// A Worker with short stalled checks recovers `ids` and completes them; then it is closed.
 async fn recovered(config: &ConnectionConfig, name: &str, ids: &[String]) -> anyhow::Result<()> {
-    let args = WorkerArgs::connect(config, name, echo, short_locks("recover").concurrency(4)).await?;
+    let args =
+        WorkerArgs::connect(config, name, echo, short_locks("recover").concurrency(4)).await?;
     let worker = Worker::spawn(args).await?;
     let queue = Queue::new(name, QueueOptions::new(config.clone())).await?;
     for id in ids {
@@ -207,8 +208,8 @@ async fn runtime_shutdown_queue_and_queue_events_close_return_in_time_with_redis
     runtime
         .start_queue_events(QueueEventsOptions::new(name.clone(), config.clone()))
         .await?;
-    let events = QueueEventsHandle::start(QueueEventsOptions::new(name.clone(), config.clone()))
-        .await?;
+    let events =
+        QueueEventsHandle::start(QueueEventsOptions::new(name.clone(), config.clone())).await?;
     let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
     let ids = add_active(&queue, 2).await?;
 
@@ -278,7 +279,9 @@ async fn a_stuck_supervised_worker_is_restarted_and_works_after_redis_answers_ag
             }
         }
     });
-    let spec = runtime.worker_spec(name.clone(), echo, options).callbacks(callbacks);
+    let spec = runtime
+        .worker_spec(name.clone(), echo, options)
+        .callbacks(callbacks);
     let worker = runtime.start_worker_spec("watched", spec).await?;
     let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
     let before = queue.add("before", json!({})).await?.id().to_string();
@@ -291,9 +294,11 @@ async fn a_stuck_supervised_worker_is_restarted_and_works_after_redis_answers_ag
     // stops with `NoProgress`; the supervisor's restarts fail to connect while the server is
     // frozen (`ChildStartFailed`), and one succeeds after it answers again (`ChildRestarted`).
     redis.pause()?;
-    eventually("the watchdog stopped the Worker", Duration::from_secs(20), || async {
-        stuck.load(Ordering::SeqCst) > 0
-    })
+    eventually(
+        "the watchdog stopped the Worker",
+        Duration::from_secs(20),
+        || async { stuck.load(Ordering::SeqCst) > 0 },
+    )
     .await?;
     assert!(
         !worker.is_running().await,

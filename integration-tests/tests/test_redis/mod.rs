@@ -66,11 +66,10 @@ impl TestRedis {
     }
 
     fn signal(&self, signal: &str) -> anyhow::Result<()> {
-        let pid = self
-            .child
-            .as_ref()
-            .and_then(Child::id)
-            .ok_or_else(|| anyhow::anyhow!("test redis on port {} is not running", self.port))?;
+        let pid =
+            self.child.as_ref().and_then(Child::id).ok_or_else(|| {
+                anyhow::anyhow!("test redis on port {} is not running", self.port)
+            })?;
         let status = std::process::Command::new("kill")
             .args([signal, &pid.to_string()])
             .status()?;

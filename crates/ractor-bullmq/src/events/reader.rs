@@ -74,7 +74,9 @@ impl ReaderGuard {
             // On timeout the task is detached, not aborted: the connection is still released
             // when the server answers again.
             if tokio::time::timeout(CLOSE_WAIT, closing).await.is_err() {
-                tracing::debug!("QueueEvents connection still closing; finishing in the background");
+                tracing::debug!(
+                    "QueueEvents connection still closing; finishing in the background"
+                );
             }
         }
     }

@@ -134,10 +134,11 @@ pub mod testing;
 
 pub use bullmq_backend::{Metrics, MetricsKind, MetricsMeta};
 pub use events::{
-    connection_lost, connection_restored, finish_refused, worker_stuck, job_added, job_cancelled, job_completed,
+    connection_lost, connection_restored, finish_refused, job_added, job_cancelled, job_completed,
     job_failed, job_moved, job_progress, job_retried, job_started, queue_drained, queue_paused,
     queue_resumed, rate_limit_hit, stalled_check, wait_time, worker_concurrency_changed,
-    worker_queue_empty, worker_started, worker_stopped, ActiveJob, JobTelemetry, MovedTo,
+    worker_queue_empty, worker_started, worker_stopped, worker_stuck, ActiveJob, JobTelemetry,
+    MovedTo,
 };
 pub use finish::{job_finished, AttemptEnd};
 pub use names::{event_names, metric_names, span_names, TARGET};

@@ -386,7 +386,10 @@ impl WorkerOptions {
             return bad("job_timeout", "must be at least 1 ms");
         }
         if self.progress_timeout.as_ref().is_some_and(too_short) {
-            return bad("progress_timeout", "must be at least 1 ms (None turns it off)");
+            return bad(
+                "progress_timeout",
+                "must be at least 1 ms (None turns it off)",
+            );
         }
         if let Some(name) = self.job_timeouts.iter().find(|(_, d)| too_short(d)) {
             return bad(

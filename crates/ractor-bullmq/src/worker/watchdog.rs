@@ -79,7 +79,11 @@ mod tests {
         let t0 = Instant::now();
         let mut last = t0;
         let at = |s| t0 + Duration::from_secs(s);
-        assert_eq!(verdict(true, false, &mut last, at(10), BOUND), None, "at the bound");
+        assert_eq!(
+            verdict(true, false, &mut last, at(10), BOUND),
+            None,
+            "at the bound"
+        );
         assert_eq!(
             verdict(true, false, &mut last, at(11), BOUND),
             Some(Duration::from_secs(11))
@@ -95,14 +99,24 @@ mod tests {
         assert_eq!(verdict(false, false, &mut last, at(60), BOUND), None);
         assert_eq!(last, at(60));
         assert_eq!(verdict(true, false, &mut last, at(65), BOUND), None);
-        assert_eq!(verdict(true, true, &mut last, at(100), BOUND), None, "closing");
+        assert_eq!(
+            verdict(true, true, &mut last, at(100), BOUND),
+            None,
+            "closing"
+        );
         assert_eq!(last, at(100));
     }
 
     #[test]
     fn ticks_a_quarter_of_the_bound_within_limits() {
         assert_eq!(tick_period(Duration::from_secs(8)), Duration::from_secs(2));
-        assert_eq!(tick_period(Duration::from_millis(10)), Duration::from_millis(50));
-        assert_eq!(tick_period(Duration::from_secs(600)), Duration::from_secs(5));
+        assert_eq!(
+            tick_period(Duration::from_millis(10)),
+            Duration::from_millis(50)
+        );
+        assert_eq!(
+            tick_period(Duration::from_secs(600)),
+            Duration::from_secs(5)
+        );
     }
 }

@@ -432,9 +432,11 @@ impl Actor for Worker {
             );
         }
         if let Some(bound) = opts.progress_bound() {
-            timers.push(myself.send_interval(super::watchdog::tick_period(bound), || {
-                internal(InternalMsg::WatchdogTick)
-            }));
+            timers.push(
+                myself.send_interval(super::watchdog::tick_period(bound), || {
+                    internal(InternalMsg::WatchdogTick)
+                }),
+            );
         }
         if opts.autorun {
             myself.cast(internal(InternalMsg::Pump))?;
