@@ -1,7 +1,7 @@
 //! Redis unresponsive (issue 15, item 3): the server is frozen with `SIGSTOP`, so commands hang
 //! instead of failing, which is what a failover, a partition or a hung server looks like.
 //!
-//! - `WorkerHandle::close_timeout`, `Runtime::shutdown`, `Queue::close` and the QueueEvents
+//! - `WorkerHandle::close_timeout`, `WorkerHandle::close_force`, `Runtime::shutdown`, `Queue::close` and the QueueEvents
 //!   close return within their bounds (plus a little slack) and a Worker's report lists the
 //!   jobs it left for stalled recovery;
 //! - after `SIGCONT` a new Worker recovers those jobs through stalled recovery and completes
@@ -183,6 +183,41 @@ async fn close_timeout_returns_in_time_with_redis_frozen_and_nothing_is_lost() -
         !worker.is_running().await,
         "the Worker actor stopped with its close"
     );
+
+    redis.resume()?;
+    recovered(&config, &name, &ids).await?;
+    queue.close().await?;
+    no_client_left(&url).await?;
+    redis.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_force_returns_in_time_with_redis_frozen() -> anyhow::Result<()> {
+    let Some(mut redis) = server(6604).await? else {
+        return Ok(());
+    };
+    let url = redis.url();
+    let config = ConnectionConfig::from_url(&url)?;
+    let name = unique_queue("frozen-force");
+    let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
+    let args =
+        WorkerArgs::connect(&config, &name, hold, short_locks("forced").concurrency(3)).await?;
+    let worker = Worker::spawn(args).await?;
+    let mut ids = add_active(&queue, 3).await?;
+
+    redis.pause()?;
+    // Documented bound: 3 s for store calls in flight, 1 s for the connections.
+    let report = within(
+        "close_force with Redis frozen",
+        Duration::from_secs(4),
+        worker.close_force(),
+    )
+    .await??;
+    let mut left = report.left_for_stalled_recovery.clone();
+    left.sort();
+    ids.sort();
+    assert_eq!(left, ids, "every active job is reported as left behind");
 
     redis.resume()?;
     recovered(&config, &name, &ids).await?;
