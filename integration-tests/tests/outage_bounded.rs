@@ -8,6 +8,8 @@
 //!   them: nothing is lost;
 //! - a supervised Worker frozen longer than its `progress_timeout` is stopped by its watchdog
 //!   and restarted by its supervisor, and processes new jobs once the server answers again;
+//! - a Worker whose connection is *known* lost (the server crashed) is not stopped by the
+//!   watchdog: its client reconnects by itself, and the same Worker goes on afterwards;
 //! - `CLIENT LIST` on the server shows no connection left behind afterwards.
 //!
 //! Each test runs its own `redis-server` (see `test_redis`) on a port of 6600-6649; the guard
@@ -365,6 +367,56 @@ async fn a_stuck_supervised_worker_is_restarted_and_works_after_redis_answers_ag
     assert!(worker.is_running().await, "the restarted Worker runs");
 
     runtime.shutdown(Duration::from_secs(10)).await?;
+    queue.close().await?;
+    no_client_left(&url).await?;
+    redis.stop().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_connection_is_known_lost_rides_out_an_outage_longer_than_the_watchdog(
+) -> anyhow::Result<()> {
+    let Some(mut redis) = server(6605).await? else {
+        return Ok(());
+    };
+    let url = redis.url();
+    let config = ConnectionConfig::from_url(&url)?;
+    let name = unique_queue("killed-watchdog");
+    let stuck = Arc::new(AtomicUsize::new(0));
+    let callbacks = WorkerCallbacks::new().on_error({
+        let stuck = stuck.clone();
+        move |error| {
+            if matches!(error, WorkerError::NoProgress { .. }) {
+                stuck.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    let options = WorkerOptions::new()
+        .name("ride")
+        .drain_delay(Duration::from_secs(1))
+        .progress_timeout(Some(Duration::from_secs(2)));
+    let args = WorkerArgs::connect(&config, &name, echo, options)
+        .await?
+        .callbacks(callbacks);
+    let worker = Worker::spawn(args).await?;
+
+    // A crash, not a freeze: the client sees its connections drop and reconnects by itself,
+    // so the watchdog (bound 2 s) waits for it instead of stopping the Worker.
+    redis.stop().await?;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    redis.spawn().await?;
+
+    let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
+    let after = queue.add("after", json!({})).await?.id().to_string();
+    eventually(
+        "the job added after the restart completed",
+        LONG,
+        || async { matches!(queue.get_job_state(&after).await, Ok(JobState::Completed)) },
+    )
+    .await?;
+    assert_eq!(stuck.load(Ordering::SeqCst), 0, "the watchdog did not fire");
+    assert!(worker.is_running().await, "the same Worker runs");
+    worker.close().await?;
     queue.close().await?;
     no_client_left(&url).await?;
     redis.stop().await?;

@@ -107,7 +107,8 @@ pub struct WorkerOptions {
     /// [`DEFAULT_PROGRESS_TIMEOUT`], 30 s; `None` turns it off). Never less than twice
     /// [`WorkerOptions::drain_delay`] (see [`WorkerOptions::progress_bound`]): an idle Worker's
     /// marker wait lasts that long by design. A Worker idle by its own choice (paused, slots
-    /// full, rate-limited) is not timed. No Node equivalent.
+    /// full, rate-limited) is not timed, nor one whose connection is known lost (its client is
+    /// reconnecting by itself). No Node equivalent.
     pub progress_timeout: Option<Duration>,
 }
 

@@ -10,7 +10,10 @@
 //! What counts: any successful store answer (fetch, finish, marker wait, stalled check) is
 //! progress, and so is a moment at which the Worker is not waiting on the store at all (paused,
 //! slots full, rate-limited: idle by its own choice). A closing Worker is not timed: its close
-//! has a deadline of its own.
+//! has a deadline of its own. Nor is one whose store reported its connection lost and not yet
+//! restored: the client is reconnecting by itself, a restart could not connect either, and
+//! restarting through a long outage would only spend the supervisor's restart budget. The
+//! watchdog is for the silent case, where the client believes it is connected.
 
 use std::time::{Duration, Instant};
 
@@ -44,6 +47,7 @@ impl WorkerState {
     /// A store call answered successfully.
     pub(super) fn made_progress(&mut self) {
         self.last_progress = Instant::now();
+        self.connection_down = false;
     }
 
     /// One watchdog tick: an error (which stops the Worker) when it is stuck, reported first
@@ -53,7 +57,7 @@ impl WorkerState {
             return Ok(());
         };
         let Some(stalled_for) = verdict(
-            self.dispatcher.awaiting_store(),
+            self.dispatcher.awaiting_store() && !self.connection_down,
             self.dispatcher.lifecycle().is_closing(),
             &mut self.last_progress,
             Instant::now(),

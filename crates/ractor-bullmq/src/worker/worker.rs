@@ -349,6 +349,10 @@ pub struct WorkerState {
     /// The earliest deadline a [`WorkerMsg::CloseWithin`] asked for: the release of the
     /// connections waits no longer than it.
     pub(super) close_by: Option<Instant>,
+    /// The store said its connection dropped and has not said it is back: the client is
+    /// reconnecting by itself, and the progress watchdog waits for it (a restart could not
+    /// connect either).
+    pub(super) connection_down: bool,
 }
 
 impl Drop for WorkerState {
@@ -474,6 +478,7 @@ impl Actor for Worker {
             outage: crate::outage::Outage::default(),
             last_progress: Instant::now(),
             close_by: None,
+            connection_down: false,
             opts,
         })
     }
