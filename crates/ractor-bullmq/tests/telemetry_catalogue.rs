@@ -225,6 +225,9 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
     telemetry::worker_stopped("s", "s#1", Duration::from_secs(1));
     telemetry::connection_lost("s", "worker", &"connection refused");
     telemetry::connection_restored("s", "worker", Duration::from_millis(1500));
+    telemetry::worker_stuck("s", "w1", Duration::from_secs(31));
+    let stuck = events.first(ev::WORKER_STUCK).expect("worker stuck");
+    assert_eq!(stuck.field("stalled_for_ms"), Some("31000"));
     let lost = events.first(ev::CONNECTION_LOST).expect("connection lost");
     assert_eq!(lost.level, Level::WARN);
     assert_eq!(lost.field("component"), Some("worker"));

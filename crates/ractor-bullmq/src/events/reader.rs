@@ -53,6 +53,9 @@ pub(crate) struct ReaderSettings {
 /// whoever stops the reader took it to close it.
 type ClientSlot = Arc<Mutex<Option<Arc<dyn EventStream>>>>;
 
+/// How long [`ReaderGuard::shutdown`] waits for the connection to close.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
 /// Controls the read task; stopping it interrupts a blocked read at once.
 pub(crate) struct ReaderGuard {
     cancel: CancellationToken,
@@ -60,12 +63,21 @@ pub(crate) struct ReaderGuard {
 }
 
 impl ReaderGuard {
-    /// Stops the read loop and closes its connection (interrupting a blocked `XREAD`).
+    /// Stops the read loop and closes its connection (interrupting a blocked `XREAD`), waiting
+    /// at most [`CLOSE_WAIT`] for the close: with Redis unresponsive the `CLIENT UNBLOCK` and
+    /// `QUIT` would hang, so the close goes on in the background and the caller goes on.
     pub(crate) async fn shutdown(self) {
         self.cancel.cancel();
         let client = lock(&self.client).take();
         if let Some(client) = client {
-            client.close().await;
+            let closing = tokio::spawn(async move { client.close().await });
+            // On timeout the task is detached, not aborted: the connection is still released
+            // when the server answers again.
+            if tokio::time::timeout(CLOSE_WAIT, closing).await.is_err() {
+                tracing::debug!(
+                    "QueueEvents connection still closing; finishing in the background"
+                );
+            }
         }
     }
 }

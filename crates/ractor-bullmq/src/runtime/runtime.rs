@@ -205,8 +205,9 @@ impl Runtime {
     pub async fn shutdown(&self, timeout: Duration) -> Result<(), SupervisionError> {
         tracing::info!(runtime = %self.name, ?timeout, "runtime shutting down");
         let reserve = (timeout / 5).min(Duration::from_secs(5));
+        let now = Instant::now();
         self.force_at
-            .set(Instant::now() + timeout.saturating_sub(reserve));
+            .set(now + timeout.saturating_sub(reserve), now + timeout);
         if let Ok(workers) = self.worker_supervisor() {
             if let Ok(children) = workers.which_children().await {
                 for cell in children.into_iter().filter_map(|c| c.cell) {

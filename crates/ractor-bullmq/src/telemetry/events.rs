@@ -329,6 +329,14 @@ pub fn connection_lost(queue: &str, component: &str, error: &dyn std::fmt::Displ
         error = %error, "connection lost; retrying with backoff");
 }
 
+/// A Worker of `queue` made no store progress for `stalled_for` (more than its
+/// `progress_timeout`) and stops with an error, for its supervisor to restart it
+/// (`bullmq.worker.stuck` with `worker`, `stalled_for_ms`).
+pub fn worker_stuck(queue: &str, worker: &str, stalled_for: Duration) {
+    tracing::event!(target: TARGET, Level::ERROR, event = ev::WORKER_STUCK, queue, worker,
+        stalled_for_ms = millis(stalled_for), "worker made no progress; stopping it for a restart");
+}
+
 /// `component` of `queue` works again after an outage of `downtime`
 /// (`bullmq.connection.restored` with `component`, `downtime_ms`).
 pub fn connection_restored(queue: &str, component: &str, downtime: Duration) {

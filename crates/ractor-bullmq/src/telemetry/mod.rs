@@ -66,6 +66,7 @@
 //! | `bullmq.job.finish_refused` | WARN | `worker`, `job.id`, `error` | [`finish_refused`] | — |
 //! | `bullmq.connection.lost` | WARN | `component` (`worker` \| `queue_events`), `error` | [`connection_lost`], once per outage | — |
 //! | `bullmq.connection.restored` | INFO | `component`, `downtime_ms` | [`connection_restored`] | — |
+//! | `bullmq.worker.stuck` | ERROR | `worker`, `stalled_for_ms` | [`worker_stuck`]: the progress watchdog stops the Worker | — |
 //!
 //! A Worker's finish path can report completed / failed / retried / rate-limited in one call
 //! with [`job_finished`], from the [`AttemptEnd`] it decided. A `ManualWorker` reports its
@@ -136,7 +137,8 @@ pub use events::{
     connection_lost, connection_restored, finish_refused, job_added, job_cancelled, job_completed,
     job_failed, job_moved, job_progress, job_retried, job_started, queue_drained, queue_paused,
     queue_resumed, rate_limit_hit, stalled_check, wait_time, worker_concurrency_changed,
-    worker_queue_empty, worker_started, worker_stopped, ActiveJob, JobTelemetry, MovedTo,
+    worker_queue_empty, worker_started, worker_stopped, worker_stuck, ActiveJob, JobTelemetry,
+    MovedTo,
 };
 pub use finish::{job_finished, AttemptEnd};
 pub use names::{event_names, metric_names, span_names, TARGET};

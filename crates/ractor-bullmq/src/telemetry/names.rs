@@ -69,9 +69,12 @@ pub mod event_names {
     pub const CONNECTION_LOST: &str = "bullmq.connection.lost";
     /// A lost connection works again.
     pub const CONNECTION_RESTORED: &str = "bullmq.connection.restored";
+    /// A Worker's store calls made no progress for longer than its `progress_timeout`: it
+    /// stops with an error so its supervisor restarts it on fresh connections.
+    pub const WORKER_STUCK: &str = "bullmq.worker.stuck";
 
     /// Every event name, in catalogue order.
-    pub const ALL: [&str; 20] = [
+    pub const ALL: [&str; 21] = [
         JOB_ADDED,
         JOB_STARTED,
         JOB_COMPLETED,
@@ -92,6 +95,7 @@ pub mod event_names {
         JOB_FINISH_REFUSED,
         CONNECTION_LOST,
         CONNECTION_RESTORED,
+        WORKER_STUCK,
     ];
 }
 

@@ -105,6 +105,10 @@ pub(super) enum Event<P> {
         /// Cancel the running jobs.
         force: bool,
     },
+    /// A forced close that waits at most this long for store calls in flight (instead of
+    /// [`FORCE_CLOSE_GRACE`]): a caller with a deadline (`close_timeout`, a supervisor's stop)
+    /// spends no more than what is left of it.
+    CloseWithin(Duration),
     /// A forced close's [`FORCE_CLOSE_GRACE`] ran out ([`Command::ArmCloseDeadline`]).
     CloseDeadline,
     /// A fetch or finish call answered: its slots are no longer reserved and the error
@@ -296,6 +300,14 @@ impl<P> Dispatcher<P> {
         self.lifecycle
     }
 
+    /// Whether the Worker is waiting on the store: a call or the marker wait in flight, a
+    /// stalled check running, or a backoff after a failed call. When false it is idle by its
+    /// own choice (paused, slots full, rate-limited), and the progress watchdog has nothing to
+    /// time.
+    pub(super) fn awaiting_store(&self) -> bool {
+        self.inflight > 0 || self.waiting || self.stalled_busy || self.error_streak > 0
+    }
+
     /// The number of slots.
     pub(super) fn concurrency(&self) -> usize {
         self.limits.concurrency
@@ -359,6 +371,15 @@ impl<P> Dispatcher<P> {
             },
             Event::SetConcurrency(concurrency) => self.limits.concurrency = concurrency.max(1),
             Event::Close { force } => self.close(force),
+            Event::CloseWithin(grace) => {
+                if self.lifecycle != Lifecycle::Closed {
+                    // A shorter deadline than the one armed by an earlier forced close wins:
+                    // whichever timer fires first abandons what is left.
+                    self.close(true);
+                    self.commands.push_back(Command::ArmCloseDeadline(grace));
+                }
+            }
+            Event::CloseDeadline if self.lifecycle == Lifecycle::Closed => {}
             Event::CloseDeadline => {
                 // Nothing more is sent: what has not been confirmed is left behind.
                 self.running = 0;

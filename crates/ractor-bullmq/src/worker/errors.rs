@@ -133,6 +133,24 @@ pub enum WorkerError {
         /// The id.
         job_id: String,
     },
+    /// The progress watchdog stopped the Worker: it was waiting on the store (a call, the
+    /// marker wait, or a backoff after failures) without one successful answer for
+    /// `stalled_for`, more than [`WorkerOptions::progress_timeout`](super::WorkerOptions::progress_timeout).
+    /// The Worker ends with this error so that its supervisor restarts it on fresh
+    /// connections; its running jobs are left to stalled recovery.
+    #[error("the worker made no progress for {stalled_for:?}; stopping it so it can be restarted")]
+    NoProgress {
+        /// How long it had been waiting on the store.
+        stalled_for: Duration,
+    },
+    /// A bounded close did not hear from the Worker actor in time (it was killed instead, so
+    /// its connections are released): the jobs it ran are left to stalled recovery, but which
+    /// ones is not known.
+    #[error("the worker did not close within {after:?}; it was killed")]
+    CloseTimedOut {
+        /// The bound.
+        after: Duration,
+    },
     /// The next iteration of a job scheduler could not be created when the Worker started its
     /// job `job_id` (the message starts as Node's Worker's). The job itself still runs.
     #[error("Failed to add repeatable job for next iteration: {reason}")]

@@ -1,13 +1,22 @@
 //! [`WorkerHandle`]: control of a spawned Worker.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use ractor::rpc::CallResult;
 use ractor::{ActorRef, ActorStatus};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
 use super::errors::WorkerError;
 use super::worker::{CloseReport, WorkerMsg};
+
+/// The part of a [`WorkerHandle::close_timeout`] kept for the forced close that ends it: at most
+/// this, and at most half of the timeout.
+const FORCED_RESERVE: Duration = Duration::from_secs(2);
+
+/// What a bounded close may overrun its timeout by: scheduling, and the actor's last turn.
+const CLOSE_SLACK: Duration = Duration::from_millis(500);
 
 /// Controls one Worker. Cheap to clone; every clone talks to the same actor.
 #[derive(Debug, Clone)]
@@ -181,20 +190,74 @@ impl WorkerHandle {
         self.close_with(true).await
     }
 
-    /// Graceful close bounded by `timeout`: when running jobs have not finished by then, they
-    /// are cancelled as by [`WorkerHandle::close_force`] (Oban's Watchman pattern).
+    /// Graceful close bounded by `timeout` (Oban's Watchman pattern): running jobs may finish
+    /// until shortly before it (all but `min(timeout / 2, 2 s)`); then they are cancelled as by
+    /// [`WorkerHandle::close_force`], and store calls in flight are waited for only as long as
+    /// the timeout leaves. It returns within `timeout` (plus a fraction of a second), also with
+    /// Redis unreachable or unresponsive: jobs whose end was not confirmed are listed in the
+    /// report as left for stalled recovery, and the connections finish closing in the
+    /// background (they are released when the server answers again).
     ///
     /// # Errors
     ///
-    /// [`WorkerError::NotRunning`] when the worker had already stopped.
-    pub async fn close_timeout(
-        &self,
-        timeout: std::time::Duration,
-    ) -> Result<CloseReport, WorkerError> {
-        match tokio::time::timeout(timeout, self.close()).await {
-            Ok(report) => report,
-            Err(_) => self.close_force().await,
+    /// [`WorkerError::NotRunning`] when the worker had already stopped;
+    /// [`WorkerError::CloseTimedOut`] when the actor did not answer in time (it is killed, which
+    /// releases its connections; its jobs are left to stalled recovery).
+    pub async fn close_timeout(&self, timeout: Duration) -> Result<CloseReport, WorkerError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let graceful = timeout.saturating_sub((timeout / 2).min(FORCED_RESERVE));
+        if !graceful.is_zero() {
+            let closed = self
+                .actor
+                .call(
+                    |reply| WorkerMsg::Close {
+                        force: false,
+                        reply,
+                    },
+                    Some(graceful),
+                )
+                .await;
+            match closed {
+                Ok(CallResult::Success(report)) => return self.stopped(report, deadline).await,
+                Ok(CallResult::Timeout) => {}
+                _ => return Err(WorkerError::NotRunning),
+            }
         }
+        let grace = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let closed = self
+            .actor
+            .call(
+                |reply| WorkerMsg::CloseWithin { grace, reply },
+                Some(grace + CLOSE_SLACK),
+            )
+            .await;
+        match closed {
+            Ok(CallResult::Success(report)) => self.stopped(report, deadline).await,
+            Ok(CallResult::Timeout) => {
+                tracing::warn!(worker = %self.actor.get_id(), ?timeout, "worker did not close in time; killing it");
+                self.actor.kill();
+                let _ = tokio::time::timeout(CLOSE_SLACK, self.wait()).await;
+                Err(WorkerError::CloseTimedOut { after: timeout })
+            }
+            _ => Err(WorkerError::NotRunning),
+        }
+    }
+
+    /// The actor answered its close: waits for it to stop (its last turn), within the
+    /// deadline and the slack.
+    async fn stopped(
+        &self,
+        report: CloseReport,
+        deadline: tokio::time::Instant,
+    ) -> Result<CloseReport, WorkerError> {
+        if tokio::time::timeout_at(deadline + CLOSE_SLACK, self.wait())
+            .await
+            .is_err()
+        {
+            // It answered, so only its `post_stop` is left (bounded as well): not worth a kill.
+            tracing::debug!(worker = %self.actor.get_id(), "worker still stopping after its close answered");
+        }
+        Ok(report)
     }
 
     async fn close_with(&self, force: bool) -> Result<CloseReport, WorkerError> {

@@ -68,9 +68,16 @@ impl WorkerState {
     pub(super) fn on_connection_change(&mut self, change: ConnectionChange) {
         match change {
             ConnectionChange::Lost(error) => {
+                self.connection_down = true;
                 self.report_store_error(StoreError::ConnectionLost(error));
             }
-            ConnectionChange::Restored => self.store_recovered(),
+            ConnectionChange::Restored => {
+                self.connection_down = false;
+                // The progress watchdog measures from here: calls queued during the outage
+                // get the whole bound to go through on the new connection.
+                self.made_progress();
+                self.store_recovered();
+            }
             // A change this version does not know: nothing to report.
             _ => {}
         }

@@ -41,6 +41,7 @@ mod settle;
 mod spec;
 mod start;
 mod supervised;
+mod watchdog;
 #[allow(clippy::module_inception)]
 mod worker;
 
@@ -60,7 +61,9 @@ pub use job_actor::JobActorMsg;
 pub use job_runner::JobRunner;
 pub use lock_manager::{LockManager, LockManagerArgs, LockManagerMsg, LockManagerState};
 pub use manual::{ManualError, ManualJob, ManualWorker};
-pub use options::{BackoffStrategy, Limiter, WorkerOptions, DEFAULT_CANCEL_GRACE};
+pub use options::{
+    BackoffStrategy, Limiter, WorkerOptions, DEFAULT_CANCEL_GRACE, DEFAULT_PROGRESS_TIMEOUT,
+};
 pub use outcome::{CancelReason, JobOutcome};
 pub(crate) use spec::ForceDeadline;
 pub use spec::{WorkerSpec, DEFAULT_WORKER_SHUTDOWN};

@@ -29,6 +29,10 @@ pub struct Limiter {
     pub duration: Duration,
 }
 
+/// Default of [`WorkerOptions::progress_timeout`]: six times the default `drain_delay`, and as
+/// long as the Worker's own timeout of a single store call.
+pub const DEFAULT_PROGRESS_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Default of [`WorkerOptions::cancel_grace`].
 pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
 
@@ -96,6 +100,16 @@ pub struct WorkerOptions {
     /// (default [`DEFAULT_CANCEL_GRACE`], 5 s). The attempt fails with the cancellation's
     /// reason either way. No Node equivalent (Node waits for the processor however long).
     pub cancel_grace: Duration,
+    /// Progress watchdog: a Worker waiting on the store (a call or the marker wait in flight, or
+    /// backing off after failures) without one successful answer for this long stops with
+    /// [`WorkerError::NoProgress`], so that its supervisor restarts it on fresh connections
+    /// instead of it staying "running" and idle after a failover (default
+    /// [`DEFAULT_PROGRESS_TIMEOUT`], 30 s; `None` turns it off). Never less than twice
+    /// [`WorkerOptions::drain_delay`] (see [`WorkerOptions::progress_bound`]): an idle Worker's
+    /// marker wait lasts that long by design. A Worker idle by its own choice (paused, slots
+    /// full, rate-limited) is not timed, nor one whose connection is known lost (its client is
+    /// reconnecting by itself). No Node equivalent.
+    pub progress_timeout: Option<Duration>,
 }
 
 impl Default for WorkerOptions {
@@ -123,6 +137,7 @@ impl Default for WorkerOptions {
             job_timeout: None,
             job_timeouts: HashMap::new(),
             cancel_grace: DEFAULT_CANCEL_GRACE,
+            progress_timeout: Some(DEFAULT_PROGRESS_TIMEOUT),
         }
     }
 }
@@ -155,6 +170,7 @@ impl fmt::Debug for WorkerOptions {
             .field("job_timeout", &self.job_timeout)
             .field("job_timeouts", &self.job_timeouts)
             .field("cancel_grace", &self.cancel_grace)
+            .field("progress_timeout", &self.progress_timeout)
             .finish()
     }
 }
@@ -201,6 +217,25 @@ impl WorkerOptions {
 
     setter!(/// Sets [`WorkerOptions::cancel_grace`].
         cancel_grace: Duration);
+    setter!(/// Sets [`WorkerOptions::progress_timeout`] (`None` turns the watchdog off).
+        progress_timeout: Option<Duration>);
+
+    /// The progress watchdog's effective bound: [`WorkerOptions::progress_timeout`], raised to
+    /// twice [`WorkerOptions::drain_delay`]; `None` when the watchdog is off.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ractor_bullmq::worker::WorkerOptions;
+    /// let opts = WorkerOptions::new().progress_timeout(Some(Duration::from_secs(3)));
+    /// assert_eq!(opts.progress_bound(), Some(Duration::from_secs(10)), "2 x drain_delay");
+    /// let opts = opts.drain_delay(Duration::from_secs(1));
+    /// assert_eq!(opts.progress_bound(), Some(Duration::from_secs(3)));
+    /// assert_eq!(opts.progress_timeout(None).progress_bound(), None);
+    /// ```
+    pub fn progress_bound(&self) -> Option<Duration> {
+        self.progress_timeout
+            .map(|timeout| timeout.max(self.drain_delay.saturating_mul(2)))
+    }
 
     /// Sets [`WorkerOptions::job_timeout`].
     ///
@@ -350,6 +385,12 @@ impl WorkerOptions {
         let too_short = |d: &Duration| *d < Duration::from_millis(1);
         if self.job_timeout.as_ref().is_some_and(too_short) {
             return bad("job_timeout", "must be at least 1 ms");
+        }
+        if self.progress_timeout.as_ref().is_some_and(too_short) {
+            return bad(
+                "progress_timeout",
+                "must be at least 1 ms (None turns it off)",
+            );
         }
         if let Some(name) = self.job_timeouts.iter().find(|(_, d)| too_short(d)) {
             return bad(

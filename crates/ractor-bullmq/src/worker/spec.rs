@@ -32,23 +32,28 @@ pub const DEFAULT_WORKER_SHUTDOWN: Duration = Duration::from_secs(30);
 /// Part of a graceful budget kept for the forced close that follows it (at most 2 s).
 const FORCE_RESERVE_MAX: Duration = Duration::from_secs(2);
 
-/// A moment after which supervised Workers no longer wait for their jobs (the Runtime sets it
-/// at shutdown so a bounded shutdown cancels what is left instead of being killed). Shared by
-/// every spec cloned from one Runtime.
+/// A moment after which supervised Workers no longer wait for their jobs, and the moment by
+/// which their forced close must be over (the Runtime sets both at shutdown so a bounded
+/// shutdown cancels what is left instead of being killed). Shared by every spec cloned from one
+/// Runtime.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ForceDeadline(Arc<Mutex<Option<Instant>>>);
+pub(crate) struct ForceDeadline(Arc<Mutex<Option<(Instant, Instant)>>>);
 
 impl ForceDeadline {
-    pub(crate) fn set(&self, at: Instant) {
+    /// Force at `at`, be closed by `end`.
+    pub(crate) fn set(&self, at: Instant, end: Instant) {
         if let Ok(mut slot) = self.0.lock() {
-            *slot = Some(at);
+            *slot = Some((at, end));
         }
     }
 
-    fn get(&self) -> Option<Instant> {
+    fn get(&self) -> Option<(Instant, Instant)> {
         self.0.lock().ok().and_then(|slot| *slot)
     }
 }
+
+/// What a forced close under a shutdown deadline leaves the supervisors above it to stop.
+const STOP_MARGIN: Duration = Duration::from_millis(300);
 
 /// How a supervisor starts, restarts and stops one Worker.
 ///
@@ -227,18 +232,23 @@ impl WorkerSpec {
         // The supervisor's own bound: graceful budget, the forced close, and a margin to stop.
         .shutdown(self.shutdown + FORCE_RESERVE_MAX)
         .graceful_stop(move |cell, budget| {
-            let force_at = force_at.get();
-            async move { close_worker(cell.into(), budget, force_at).await }
+            let deadlines = force_at.get();
+            async move { close_worker(cell.into(), budget, deadlines).await }
         })
     }
 }
 
 /// Closes a Worker: gracefully for most of `budget` (or until the shutdown deadline), then
-/// forcibly. A zero budget is a forced close at once.
-async fn close_worker(worker: ActorRef<WorkerMsg>, budget: Duration, force_at: Option<Instant>) {
+/// forcibly, within what is left of the budget and of the shutdown. A zero budget is a forced
+/// close at once.
+async fn close_worker(
+    worker: ActorRef<WorkerMsg>,
+    budget: Duration,
+    deadlines: Option<(Instant, Instant)>,
+) {
     let reserve = (budget / 5).min(FORCE_RESERVE_MAX);
     let mut graceful = budget.saturating_sub(reserve);
-    if let Some(at) = force_at {
+    if let Some((at, _)) = deadlines {
         graceful = graceful.min(at.saturating_duration_since(Instant::now()));
     }
     if !graceful.is_zero() {
@@ -251,15 +261,35 @@ async fn close_worker(worker: ActorRef<WorkerMsg>, budget: Duration, force_at: O
                 Some(graceful),
             )
             .await;
-        if matches!(closed, Ok(CallResult::Success(_))) {
+        if let Ok(CallResult::Success(report)) = closed {
+            log_left_behind(&worker, &report);
             return;
         }
     }
     tracing::info!(worker = %worker.get_id(), "graceful close budget spent; cancelling running jobs");
-    let _ = worker
+    // The Worker answers within its grace even with Redis unresponsive, so the supervisor need
+    // not kill it (a kill would lose the report below).
+    let mut grace = reserve.max(Duration::from_millis(500));
+    if let Some((_, end)) = deadlines {
+        let left = end.saturating_duration_since(Instant::now());
+        grace = grace.min(left.saturating_sub(STOP_MARGIN));
+    }
+    let closed = worker
         .call(
-            |reply| WorkerMsg::Close { force: true, reply },
-            Some(reserve.max(Duration::from_millis(500))),
+            |reply| WorkerMsg::CloseWithin { grace, reply },
+            Some(grace + Duration::from_millis(500)),
         )
         .await;
+    if let Ok(CallResult::Success(report)) = closed {
+        log_left_behind(&worker, &report);
+    }
+}
+
+/// Says which jobs a supervised Worker's close left for stalled recovery (no caller receives
+/// its [`CloseReport`](super::CloseReport)).
+fn log_left_behind(worker: &ActorRef<WorkerMsg>, report: &super::CloseReport) {
+    if !report.left_for_stalled_recovery.is_empty() {
+        tracing::warn!(worker = %worker.get_id(), jobs = ?report.left_for_stalled_recovery,
+            "closed worker left jobs for stalled recovery");
+    }
 }

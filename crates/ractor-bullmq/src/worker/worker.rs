@@ -60,6 +60,17 @@ pub enum WorkerMsg {
         /// Answered when the worker has stopped.
         reply: RpcReplyPort<CloseReport>,
     },
+    /// Forced close with a deadline: cancel running jobs, wait for store calls in flight (three
+    /// quarters of `grace`, instead of the forced close's usual few seconds) and for the
+    /// connections to close (the rest); what is unconfirmed then is left to stalled recovery and
+    /// listed in the report. Answered within `grace` (and a turn of the actor), also with Redis
+    /// unreachable or unresponsive.
+    CloseWithin {
+        /// Longest time until the answer.
+        grace: Duration,
+        /// Answered when the worker has stopped.
+        reply: RpcReplyPort<CloseReport>,
+    },
     /// How many jobs are running.
     ActiveCount(RpcReplyPort<usize>),
     /// Whether the worker fetches jobs (started, not paused, not closing).
@@ -156,6 +167,8 @@ pub(super) enum InternalMsg {
     Connection(crate::store::ConnectionChange),
     /// A forced close has waited [`super::dispatcher::FORCE_CLOSE_GRACE`] for store calls.
     CloseDeadline,
+    /// The progress watchdog's timer (see `watchdog.rs`).
+    WatchdogTick,
 }
 
 pub(super) fn internal(msg: InternalMsg) -> WorkerMsg {
@@ -330,6 +343,16 @@ pub struct WorkerState {
     pub(super) store_closed: bool,
     /// Store trouble, reported once per outage (see `health.rs`).
     pub(super) outage: crate::outage::Outage,
+    /// The last successful store answer, or the last moment the Worker was idle by its own
+    /// choice: what the progress watchdog measures from (see `watchdog.rs`).
+    pub(super) last_progress: Instant,
+    /// The earliest deadline a [`WorkerMsg::CloseWithin`] asked for: the release of the
+    /// connections waits no longer than it.
+    pub(super) close_by: Option<Instant>,
+    /// The store said its connection dropped and has not said it is back: the client is
+    /// reconnecting by itself, and the progress watchdog waits for it (a restart could not
+    /// connect either).
+    pub(super) connection_down: bool,
 }
 
 impl Drop for WorkerState {
@@ -412,6 +435,13 @@ impl Actor for Worker {
                 myself.send_interval(opts.stalled_interval, || internal(InternalMsg::StalledTick)),
             );
         }
+        if let Some(bound) = opts.progress_bound() {
+            timers.push(
+                myself.send_interval(super::watchdog::tick_period(bound), || {
+                    internal(InternalMsg::WatchdogTick)
+                }),
+            );
+        }
         if opts.autorun {
             myself.cast(internal(InternalMsg::Pump))?;
         }
@@ -446,6 +476,9 @@ impl Actor for Worker {
             started_at: Instant::now(),
             store_closed: false,
             outage: crate::outage::Outage::default(),
+            last_progress: Instant::now(),
+            close_by: None,
+            connection_down: false,
             opts,
         })
     }
@@ -464,11 +497,9 @@ impl Actor for Worker {
         if let Some(lm) = state.lock_manager.take() {
             lm.stop(None);
         }
-        // A graceful close has closed the store already (closing again is a no-op); a Worker
-        // stopped otherwise has not, and its connections would outlive it (its supervisor's
-        // restart opens new ones).
-        state.store.close().await;
-        state.store_closed = true;
+        // A close has released the store already; a Worker stopped otherwise has not, and its
+        // connections would outlive it (its supervisor's restart opens new ones).
+        state.release_store().await;
         telemetry::worker_stopped(
             state.store.queue_name(),
             &state.label,
@@ -541,12 +572,23 @@ impl Actor for Worker {
                 }
                 state.dispatch(Event::Close { force });
             }
+            WorkerMsg::CloseWithin { grace, reply } => {
+                state.close_replies.push(reply);
+                if !state.dispatcher.lifecycle().is_closing() {
+                    state.callbacks.closing();
+                }
+                let by = Instant::now() + grace;
+                state.close_by = Some(state.close_by.map_or(by, |earlier| earlier.min(by)));
+                state.dispatch(Event::CloseWithin(grace * 3 / 4));
+            }
             WorkerMsg::ActiveCount(reply) => {
                 let _ = reply.send(state.running.len());
             }
             WorkerMsg::IsRunning(reply) => {
                 let _ = reply.send(state.dispatcher.lifecycle() == Lifecycle::Running);
             }
+            // A stuck Worker ends here with an error: its supervisor restarts it.
+            WorkerMsg::Internal(Internal(InternalMsg::WatchdogTick)) => state.watchdog()?,
             WorkerMsg::Internal(Internal(msg)) => state.handle_internal(&myself, msg).await,
         }
         state.end_turn(&myself).await;
@@ -694,6 +736,7 @@ impl WorkerState {
             } => match *result {
                 Ok(fetched) => {
                     self.dispatch(Event::CallSucceeded { requested });
+                    self.made_progress();
                     self.store_recovered();
                     let ids = self.accept_fetched(myself, fetched, requested).await;
                     if let Some(reply) = reply {
@@ -715,6 +758,7 @@ impl WorkerState {
             } => match *result {
                 Ok(reply) => {
                     self.dispatch(Event::CallSucceeded { requested });
+                    self.made_progress();
                     self.store_recovered();
                     let fetched = self.settle_batch(batch, reply);
                     if requested > 0 {
@@ -762,12 +806,18 @@ impl WorkerState {
                 self.dispatch(Event::WaitEnded {
                     failed: result.is_err(),
                 });
-                if let Err(error) = result {
-                    self.report_store_error(error);
+                match result {
+                    Ok(_) => self.made_progress(),
+                    Err(error) => self.report_store_error(error),
                 }
             }
             InternalMsg::StalledTick => self.dispatch(Event::StalledTick),
+            // Handled by `Worker::handle` (it may stop the Worker); never reaches here.
+            InternalMsg::WatchdogTick => {}
             InternalMsg::StalledDone(result) => {
+                if result.is_ok() {
+                    self.made_progress();
+                }
                 self.dispatch(Event::StalledDone);
                 self.stalled_checked(*result);
             }
@@ -869,7 +919,7 @@ impl WorkerState {
         if let Some(lm) = self.lock_manager.take() {
             lm.stop(None);
         }
-        self.store.close().await;
+        self.release_store().await;
         let report = CloseReport {
             left_for_stalled_recovery: std::mem::take(&mut self.left_behind),
         };
@@ -877,6 +927,36 @@ impl WorkerState {
             let _ = reply.send(report.clone());
         }
         myself.stop(None);
+    }
+}
+
+/// How long a stopping Worker waits for its connections to close before it stops anyway: with
+/// Redis unresponsive each `QUIT` waits for its own bound, and a bounded close must not spend
+/// its caller's time on them. The close goes on in a background task (each step bounded), so
+/// the connections are still released when the server answers again.
+pub(super) const RELEASE_WAIT: Duration = Duration::from_secs(1);
+
+/// The least a close with a deadline waits for the connections to close.
+const MIN_RELEASE_WAIT: Duration = Duration::from_millis(50);
+
+impl WorkerState {
+    /// Closes the store's connections (once), waiting at most [`RELEASE_WAIT`] for it.
+    async fn release_store(&mut self) {
+        if std::mem::replace(&mut self.store_closed, true) {
+            return;
+        }
+        let wait = self.close_by.map_or(RELEASE_WAIT, |by| {
+            // Some time even when the deadline has passed: a healthy close takes milliseconds.
+            let left = by.saturating_duration_since(Instant::now());
+            left.clamp(MIN_RELEASE_WAIT, RELEASE_WAIT)
+        });
+        let store = self.store.clone();
+        let closing = tokio::spawn(async move { store.close().await });
+        // On timeout the task is detached, not aborted: it finishes the close later.
+        if tokio::time::timeout(wait, closing).await.is_err() {
+            tracing::debug!(queue = self.store.queue_name(), worker = %self.label,
+                "connections still closing after {wait:?}; finishing in the background");
+        }
     }
 }
 

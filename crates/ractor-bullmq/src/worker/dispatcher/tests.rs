@@ -819,6 +819,52 @@ fn a_forced_close_cancels_jobs_arms_its_deadline_once_and_starts_nothing() {
 }
 
 #[test]
+fn a_close_within_a_grace_arms_that_deadline_and_a_late_deadline_changes_nothing() {
+    let t0 = Instant::now();
+    let mut d = full(1, t0);
+    assert_eq!(
+        turn(&mut d, Event::Close { force: true }, t0)[0],
+        C::ArmCloseDeadline(FORCE_CLOSE_GRACE)
+    );
+    // A caller with less time left arms a shorter deadline on top.
+    assert_eq!(
+        turn(&mut d, Event::CloseWithin(ms(300)), t0),
+        vec![C::CancelRunning, C::ArmCloseDeadline(ms(300))]
+    );
+    assert_eq!(
+        turn(&mut d, Event::CloseDeadline, t0 + ms(300)),
+        vec![C::AbandonAll(vec![]), C::Stop]
+    );
+    // The first deadline firing after the stop abandons nothing more.
+    assert_eq!(
+        turn(&mut d, Event::CloseDeadline, t0 + FORCE_CLOSE_GRACE),
+        vec![C::Stop]
+    );
+    assert_eq!(turn(&mut d, Event::CloseWithin(ms(1)), t0), vec![C::Stop]);
+}
+
+#[test]
+fn awaiting_store_is_true_while_a_call_is_out_or_after_a_failure() {
+    let t0 = Instant::now();
+    let mut d = D::new(limits(1), true);
+    assert!(!d.awaiting_store(), "nothing asked yet");
+    d.pump(t0);
+    commands(&mut d);
+    assert!(d.awaiting_store(), "the first fetch is in flight");
+    turn(&mut d, Event::FetchFailed { requested: 1 }, t0);
+    assert!(d.awaiting_store(), "backing off after a failure");
+    assert_eq!(
+        turn(&mut d, Event::Wake, t0 + ms(200)),
+        vec![C::Fetch { count: 1 }]
+    );
+    turn_of(&mut d, fetch_answered(1), t0 + ms(200));
+    assert!(
+        !d.awaiting_store(),
+        "the slot is full and nothing is in flight"
+    );
+}
+
+#[test]
 fn a_graceful_close_made_forced_arms_the_deadline_then() {
     let t0 = Instant::now();
     let mut d = full(1, t0);
