@@ -60,6 +60,7 @@ pub use events::{
 pub use flows_add::{
     flow_add_attaches_existing_children, flow_add_places_parents_and_children,
     flow_add_refusals_write_nothing, flow_read_node_lists_children,
+    flow_remove_with_or_without_children,
 };
 pub use job_control::{
     change_delay_reschedules_a_delayed_job, change_priority_requeues_a_waiting_job,
@@ -119,6 +120,7 @@ macro_rules! conformance_tests {
             flow_add_attaches_existing_children,
             flow_add_refusals_write_nothing,
             flow_read_node_lists_children,
+            flow_remove_with_or_without_children,
             priorities_and_lifo_order,
             delayed_job_promoted_when_due,
             fetch_locks_and_counts_attempts,
