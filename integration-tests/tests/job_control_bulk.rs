@@ -153,7 +153,12 @@ async fn retry_jobs_leaves_the_same_state_as_node() -> Result<()> {
     // Completed jobs in batches of 2; failed ones up to f1's finish time, then the rest in
     // batches of 1 (Node's default state and timestamp).
     let node_f1 = finished_on(&node_q, "f1").await?;
-    node_admin(&node_q, "retryJobs", json!({"state": "completed", "count": 2})).await?;
+    node_admin(
+        &node_q,
+        "retryJobs",
+        json!({"state": "completed", "count": 2}),
+    )
+    .await?;
     node_admin(
         &node_q,
         "retryJobs",
@@ -179,8 +184,12 @@ async fn retry_jobs_leaves_the_same_state_as_node() -> Result<()> {
         "{refused:?}"
     );
     assert_eq!(
-        q.retry_jobs(RetryFrom::Failed, 10, Some(UNIX_EPOCH + Duration::from_millis(1)))
-            .await?,
+        q.retry_jobs(
+            RetryFrom::Failed,
+            10,
+            Some(UNIX_EPOCH + Duration::from_millis(1))
+        )
+        .await?,
         0,
         "nothing failed that early"
     );
@@ -210,7 +219,10 @@ async fn retry_jobs_leaves_the_same_state_as_node() -> Result<()> {
         node_on_ours["waiting"],
         json!(["w1", "c1", "c2", "c3", "f1", "fc", "f2"])
     );
-    assert_eq!(our_reads(&node_q, RETRY_IDS).await?, our_reads(&our_q, RETRY_IDS).await?);
+    assert_eq!(
+        our_reads(&node_q, RETRY_IDS).await?,
+        our_reads(&our_q, RETRY_IDS).await?
+    );
     let client = raw_client().await?;
     let pending: Vec<String> = client
         .smembers(format!("{PREFIX}:{our_q}:p1:dependencies"))
@@ -248,7 +260,10 @@ async fn promote_jobs_leaves_the_same_state_as_node() -> Result<()> {
     node_admin(&node_q, "promoteJobs", json!({})).await?;
 
     let q = open_queue(&our_q).await?;
-    let refused = q.promote_jobs(0).await.expect_err("a batch of 0 is refused");
+    let refused = q
+        .promote_jobs(0)
+        .await
+        .expect_err("a batch of 0 is refused");
     assert!(
         matches!(refused, QueueError::InvalidArgument { .. }),
         "{refused:?}"
@@ -279,7 +294,11 @@ async fn promote_jobs_leaves_the_same_state_as_node() -> Result<()> {
 /// `w1` waiting.
 async fn prepare_lock(queue: &str) -> Result<()> {
     let get = json!({"op": "get", "token": "tok", "block": false});
-    prepare(queue, json!([add("a1", json!({})), get, add("w1", json!({}))])).await?;
+    prepare(
+        queue,
+        json!([add("a1", json!({})), get, add("w1", json!({}))]),
+    )
+    .await?;
     let client = raw_client().await?;
     let _: i64 = client
         .sadd(format!("{PREFIX}:{queue}:stalled"), "a1")
@@ -305,7 +324,12 @@ async fn extend_lock_leaves_the_same_lock_as_node() -> Result<()> {
 
     let extend = |id: &str, token: &str| json!({"id": id, "token": token, "duration": 120000});
     let mut node_results = Vec::new();
-    for (id, token) in [("a1", "other"), ("w1", "tok"), ("nope", "tok"), ("a1", "tok")] {
+    for (id, token) in [
+        ("a1", "other"),
+        ("w1", "tok"),
+        ("nope", "tok"),
+        ("a1", "tok"),
+    ] {
         node_results.push(node_admin(&node_q, "extendLock", extend(id, token)).await?);
     }
     assert_eq!(node_results, [json!(0), json!(0), json!(0), json!(1)]);
@@ -342,13 +366,19 @@ async fn extend_lock_leaves_the_same_lock_as_node() -> Result<()> {
         Some(&json!({"set": ["a1"]})),
         "the refusals left the stalled mark"
     );
-    assert!(lock_ttl(&our_q, "a1").await? <= 30_000, "nor renewed the lock");
+    assert!(
+        lock_ttl(&our_q, "a1").await? <= 30_000,
+        "nor renewed the lock"
+    );
     q.extend_lock("a1", "tok", long).await?;
 
     assert_same_as_node(&our_q, &node_q, "after extendLock").await?;
     for queue in [&our_q, &node_q] {
         let ttl = lock_ttl(queue, "a1").await?;
-        assert!(ttl > 60_000, "the lock was renewed for 120 s: {ttl} ms left");
+        assert!(
+            ttl > 60_000,
+            "the lock was renewed for 120 s: {ttl} ms left"
+        );
     }
     // Each side renews a lock the other wrote.
     q.close().await?;
@@ -449,7 +479,8 @@ async fn obliterate_with_a_count_leaves_the_same_state_as_node() -> Result<()> {
 /// a worker elsewhere holds it) and `c2`; `q` with children `k1`, `k2`; `r` with one child
 /// `rc`.
 async fn prepare_flows(queue: &str) -> Result<()> {
-    let child = |id: &str| json!({"name": id, "queueName": queue, "data": {}, "opts": {"jobId": id}});
+    let child =
+        |id: &str| json!({"name": id, "queueName": queue, "data": {}, "opts": {"jobId": id}});
     for (parent, children) in [
         ("p", vec![child("c1"), child("c2")]),
         ("q", vec![child("k1"), child("k2")]),
@@ -497,7 +528,10 @@ async fn remove_without_children_leaves_the_same_state_as_node() -> Result<()> {
         matches!(&refused, QueueError::JobLocked { job_id } if job_id == "p"),
         "{refused:?}"
     );
-    assert!(!q.remove_with("nope", RemoveOptions::new()).await?, "no such job");
+    assert!(
+        !q.remove_with("nope", RemoveOptions::new()).await?,
+        "no such job"
+    );
     assert_same_state(
         &snapshot(&our_q, &[(our_q.as_str(), "<q>")]).await?,
         &before,

@@ -146,8 +146,12 @@ pub trait JobControl: Send + Sync + 'static {
     /// each flow child a pending dependency of its parent again, emitting `waiting` (prev =
     /// `from`) per job, and waking a worker unless the queue is paused or maxed. Returns how
     /// many moved: a full batch (`count`) means more may be left, as Node's cursor 1.
-    async fn retry_jobs(&self, from: RetryFrom, count: u32, finished_by_ms: u64)
-        -> BackendResult<u64>;
+    async fn retry_jobs(
+        &self,
+        from: RetryFrom,
+        count: u32,
+        finished_by_ms: u64,
+    ) -> BackendResult<u64>;
 
     /// One batch of Node's `queue.promoteJobs({count})`: moves up to `count` (at least 1)
     /// delayed jobs, soonest due first, to the back of `wait` (whatever their priority, as

@@ -294,7 +294,11 @@ pub async fn retry_jobs_moves_finished_jobs_in_batches(backend: Arc<dyn Backend>
         .map(|e| e["jobId"].clone())
         .collect();
     assert_eq!(waiting, done, "one event per job, oldest first");
-    assert_eq!(c.state(&failed).await, JobState::Failed, "the other set stays");
+    assert_eq!(
+        c.state(&failed).await,
+        JobState::Failed,
+        "the other set stays"
+    );
 
     // The oldest finished job is fetched first.
     assert_eq!(c.fetch_one().await.id, done[0]);
@@ -320,7 +324,11 @@ pub async fn promote_jobs_moves_delayed_jobs_in_batches(backend: Arc<dyn Backend
     let mid = c.add("mid", r#"{"delay":60000}"#).await;
     let waiting = c.add("waiting", "{}").await;
     assert_eq!(c.queue.promote_jobs(2).await.unwrap(), 2);
-    assert_eq!(c.state(&late).await, JobState::Delayed, "the latest is left");
+    assert_eq!(
+        c.state(&late).await,
+        JobState::Delayed,
+        "the latest is left"
+    );
     assert_eq!(c.queue.promote_jobs(2).await.unwrap(), 1);
     assert_eq!(c.queue.promote_jobs(2).await.unwrap(), 0);
     for id in [&late, &soon, &mid] {
@@ -361,11 +369,17 @@ pub async fn extend_lock_checks_the_token(backend: Arc<dyn Backend>, queue: &str
         LockOutcome::Extended
     );
     assert_eq!(
-        c.queue.extend_lock(&id, "someone-else", long).await.unwrap(),
+        c.queue
+            .extend_lock(&id, "someone-else", long)
+            .await
+            .unwrap(),
         LockOutcome::HeldByOther
     );
     assert_eq!(
-        c.queue.extend_lock("missing", &job.token, long).await.unwrap(),
+        c.queue
+            .extend_lock("missing", &job.token, long)
+            .await
+            .unwrap(),
         LockOutcome::Missing
     );
     assert_eq!(c.complete(&job, Retention::KEEP_ALL).await, FinishCode::Ok);

@@ -7,8 +7,8 @@ use bullmq_backend::queue_control::concurrency_from_meta;
 use bullmq_backend::{
     AddResult, BackendError, BackendResult, ControlOutcome, Dependencies, DependencyCounts,
     DependencyKind, DependencyPage, JobControl, JobEnd, JobFlows, JobRecord, JobSchedulers,
-    JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin,
-    QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome,
+    JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer,
+    QueueAdmin, QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome,
 };
 use bullmq_backend::{GlobalRateLimit, QueueControl};
 use bullmq_protocol::job_record::text_fields;

@@ -273,7 +273,9 @@ pub async fn extend_lock(
         keys.key(QueueKey::Stalled),
     ];
     // `SET PX 0` is refused by Redis: a zero duration renews for the shortest lock there is.
-    let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX).max(1);
+    let duration_ms = u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
     let args = vec![
         Value::from(token),
         Value::from(duration_ms.to_string()),

@@ -44,10 +44,10 @@ use serde::Serialize;
 use tracing::Instrument;
 
 pub use add::AddJob;
+pub use job_control::DEFAULT_MOVE_BATCH;
 pub use options::QueueOptions;
 pub use prometheus::prometheus_text;
 pub use queue_control::RateLimitTtl;
-pub use job_control::DEFAULT_MOVE_BATCH;
 pub use removal::{ObliterateOptions, RemoveOptions};
 pub use reports::{JobCounts, JobLogs, QueueMeta};
 pub use workers::{parse_client_list, WorkerInfo};

@@ -117,10 +117,7 @@ impl Queue {
         let store = &self.inner.store;
         store.pause().await?;
         loop {
-            match store
-                .obliterate_batch(options.count, options.force)
-                .await?
-            {
+            match store.obliterate_batch(options.count, options.force).await? {
                 ObliterateStep::More => continue,
                 // Another client resumed the queue between our calls: pause again and go on.
                 ObliterateStep::NotPaused => store.pause().await?,

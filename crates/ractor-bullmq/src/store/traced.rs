@@ -594,9 +594,13 @@ impl<S: QueueStore> JobControl for Traced<S> {
             duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             outcome = tracing::field::Empty
         );
-        in_span(span, self.0.extend_lock(job_id, token, duration), |span, o| {
-            span.record("outcome", tracing::field::debug(o));
-        })
+        in_span(
+            span,
+            self.0.extend_lock(job_id, token, duration),
+            |span, o| {
+                span.record("outcome", tracing::field::debug(o));
+            },
+        )
         .await
     }
 }
