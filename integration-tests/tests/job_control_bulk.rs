@@ -13,7 +13,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use common::*;
-use fred::prelude::{HashesInterface, KeysInterface, SetsInterface};
+use fred::prelude::{HashesInterface, KeysInterface, SetsInterface, SortedSetsInterface};
 use ractor_bullmq::protocol::state::JobState;
 use ractor_bullmq::{ObliterateOptions, QueueError, RemoveOptions, RetryFrom};
 use raw_state::{assert_same_state, per_job_events, snapshot};
@@ -46,12 +46,27 @@ async fn node_admin(queue: &str, op: &str, args: Value) -> Result<Value> {
     Ok(run_node("admin.js", &arg).await?["result"].clone())
 }
 
-/// The raw state of both queues, each with its own name replaced, compared; then the events
-/// of each job compared.
+/// Whether `queue`'s wake-up marker holds the "jobs are ready" member (`0`); the snapshot
+/// leaves the marker out, but no worker runs in these tests, so it must match Node's.
+async fn ready_marker(queue: &str) -> Result<bool> {
+    let client = raw_client().await?;
+    let score: Option<f64> = client
+        .zscore(format!("{PREFIX}:{queue}:marker"), "0")
+        .await?;
+    Ok(score.is_some())
+}
+
+/// The raw state of both queues, each with its own name replaced, compared (the ready marker
+/// too); then the events of each job compared.
 async fn assert_same_as_node(ours: &str, theirs: &str, what: &str) -> Result<()> {
     let our_state = snapshot(ours, &[(ours, "<q>")]).await?;
     let their_state = snapshot(theirs, &[(theirs, "<q>")]).await?;
     assert_same_state(&our_state, &their_state, what);
+    assert_eq!(
+        ready_marker(ours).await?,
+        ready_marker(theirs).await?,
+        "{what}: the same ready marker"
+    );
     assert_eq!(
         per_job_events(ours, &[(ours, "<q>")]).await?,
         per_job_events(theirs, &[(theirs, "<q>")]).await?,
@@ -152,6 +167,11 @@ async fn retry_jobs_leaves_the_same_state_as_node() -> Result<()> {
 
     // Completed jobs in batches of 2; failed ones up to f1's finish time, then the rest in
     // batches of 1 (Node's default state and timestamp).
+    // No ready marker before: the one after comes from the retries.
+    let client = raw_client().await?;
+    for queue in [&node_q, &our_q] {
+        let _: i64 = client.del(format!("{PREFIX}:{queue}:marker")).await?;
+    }
     let node_f1 = finished_on(&node_q, "f1").await?;
     node_admin(
         &node_q,
@@ -210,6 +230,10 @@ async fn retry_jobs_leaves_the_same_state_as_node() -> Result<()> {
     q.close().await?;
 
     assert_same_as_node(&our_q, &node_q, "after retryJobs").await?;
+    assert!(
+        ready_marker(&our_q).await?,
+        "the retried jobs wake a worker"
+    );
 
     // Node reads our queue as its own (every retried job in wait, oldest first, whatever its
     // priority or lifo; fc pending for p1 again); we read Node's as ours.
@@ -256,10 +280,17 @@ async fn promote_jobs_leaves_the_same_state_as_node() -> Result<()> {
     prepare(&node_q, promote_steps()).await?;
     prepare(&our_q, promote_steps()).await?;
 
+    // Paused: the jobs move, but no worker is woken (no ready marker on either side).
+    let client = raw_client().await?;
+    for queue in [&node_q, &our_q] {
+        let _: i64 = client.del(format!("{PREFIX}:{queue}:marker")).await?;
+    }
+    node_admin(&node_q, "pause", json!({})).await?;
     node_admin(&node_q, "promoteJobs", json!({"count": 2})).await?;
     node_admin(&node_q, "promoteJobs", json!({})).await?;
 
     let q = open_queue(&our_q).await?;
+    q.pause().await?;
     let refused = q
         .promote_jobs(0)
         .await
@@ -278,6 +309,10 @@ async fn promote_jobs_leaves_the_same_state_as_node() -> Result<()> {
     q.close().await?;
 
     assert_same_as_node(&our_q, &node_q, "after promoteJobs").await?;
+    assert!(
+        !ready_marker(&our_q).await?,
+        "a paused queue wakes no worker"
+    );
     let node_on_ours = node_reads(&our_q, PROMOTE_IDS).await?;
     assert_eq!(node_on_ours, node_reads(&node_q, PROMOTE_IDS).await?);
     assert_eq!(node_on_ours["waiting"], json!(["w1", "d2", "d1", "d3"]));
