@@ -14,8 +14,14 @@
 //   updateData      {id, data}
 //   getJobState     {id}
 //   getMeta
+//   retryJobs       {state?, count?, timestamp?}  queue.retryJobs (Node's defaults when absent)
+//   promoteJobs     {count?}                      queue.promoteJobs
+//   extendLock      {id, token, duration}         job.extendLock(token, duration): 1 or 0
+//                                                 (an absent job is loaded as a bare Job so the
+//                                                 call still reaches the script)
 // Output: {result: <what the BullMQ call returned, or null>}
 
+const { Job } = require('bullmq');
 const { openQueue, run } = require('./lib');
 
 const OPS = {
@@ -37,6 +43,16 @@ const OPS = {
   },
   getJobState: (queue, a) => queue.getJobState(String(a.id)),
   getMeta: queue => queue.getMeta(),
+  retryJobs: (queue, a) => {
+    const opts = {};
+    for (const key of ['state', 'count', 'timestamp']) if (a[key] !== undefined) opts[key] = a[key];
+    return queue.retryJobs(opts);
+  },
+  promoteJobs: (queue, a) => queue.promoteJobs(a.count === undefined ? {} : { count: a.count }),
+  extendLock: async (queue, a) => {
+    const job = (await Job.fromId(queue, String(a.id))) || new Job(queue, 'absent', {}, {}, String(a.id));
+    return job.extendLock(a.token, a.duration);
+  },
 };
 
 run(async args => {

@@ -1,5 +1,7 @@
 //! Job control on the seam: moving one job by hand, as Node's `job.retry()` and
-//! `job.promote()` do ([`JobControl`]).
+//! `job.promote()` do, moving finished or delayed jobs in batches, as Node's
+//! `queue.retryJobs()` and `queue.promoteJobs()` do, and renewing one job's lock
+//! ([`JobControl`]).
 //!
 //! Each operation is one atomic step of the backend that checks where the job is before it
 //! writes anything; a refusal (no such job, not in the expected state) is a typed outcome and
@@ -84,7 +86,19 @@ pub enum ControlOutcome {
     NotInState,
 }
 
-/// Moving one job by hand.
+/// Outcome of [`JobControl::extend_lock`]. Exhaustive: the two refusals mean different
+/// things to the caller (the job was lost to the stalled check, or another worker has it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockOutcome {
+    /// The lock carried the token and now lives `duration` more; the job left `stalled`.
+    Extended,
+    /// No lock (it expired, the job finished, or the job does not exist); nothing written.
+    Missing,
+    /// The lock carries another token; nothing written.
+    HeldByOther,
+}
+
+/// Moving jobs by hand.
 #[async_trait]
 pub trait JobControl: Send + Sync + 'static {
     /// Moves a job from `from` back to be processed again (Node `job.retry(state, opts)`):
@@ -124,6 +138,35 @@ pub trait JobControl: Send + Sync + 'static {
     /// Deletes a job's log lines, keeping the newest `keep` (0: all go), as Node's
     /// `job.clearLogs(keepLogs)`. A job without logs (or no such job) is not an error.
     async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()>;
+
+    /// One batch of Node's `queue.retryJobs({state, count, timestamp})`: moves up to `count`
+    /// (at least 1) jobs of `from` finished at or before `finished_by_ms`, oldest first, to
+    /// the back of `wait` (whatever their priority or `lifo`, as Node's script), clearing
+    /// `finishedOn`, `processedOn` and the outcome field (attempt counters are kept), making
+    /// each flow child a pending dependency of its parent again, emitting `waiting` (prev =
+    /// `from`) per job, and waking a worker unless the queue is paused or maxed. Returns how
+    /// many moved: a full batch (`count`) means more may be left, as Node's cursor 1.
+    async fn retry_jobs(
+        &self,
+        from: RetryFrom,
+        count: u32,
+        finished_by_ms: u64,
+    ) -> BackendResult<u64>;
+
+    /// One batch of Node's `queue.promoteJobs({count})`: moves up to `count` (at least 1)
+    /// delayed jobs, soonest due first, to the back of `wait` (whatever their priority, as
+    /// Node's script; their `delay` field is left as it was), emitting `waiting` (prev
+    /// `delayed`) per job. Returns how many moved, as [`JobControl::retry_jobs`].
+    async fn promote_jobs(&self, count: u32) -> BackendResult<u64>;
+
+    /// Renews job `job_id`'s lock for `duration` if it carries `token` (Node
+    /// `job.extendLock(token, duration)`), taking the job out of the stalled candidates.
+    async fn extend_lock(
+        &self,
+        job_id: &str,
+        token: &str,
+        duration: Duration,
+    ) -> BackendResult<LockOutcome>;
 }
 
 #[async_trait]
@@ -156,5 +199,27 @@ impl<T: JobControl + ?Sized> JobControl for std::sync::Arc<T> {
 
     async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()> {
         (**self).clear_logs(job_id, keep).await
+    }
+
+    async fn retry_jobs(
+        &self,
+        from: RetryFrom,
+        count: u32,
+        finished_by_ms: u64,
+    ) -> BackendResult<u64> {
+        (**self).retry_jobs(from, count, finished_by_ms).await
+    }
+
+    async fn promote_jobs(&self, count: u32) -> BackendResult<u64> {
+        (**self).promote_jobs(count).await
+    }
+
+    async fn extend_lock(
+        &self,
+        job_id: &str,
+        token: &str,
+        duration: Duration,
+    ) -> BackendResult<LockOutcome> {
+        (**self).extend_lock(job_id, token, duration).await
     }
 }

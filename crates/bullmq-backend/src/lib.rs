@@ -10,7 +10,7 @@
 //! | [`JobUpdates`] | progress, log, data of one job | `Queue`, a running job's context |
 //! | [`JobFlows`] | a flow parent's children by outcome, and their counts | `Queue`, a running job's context |
 //! | [`FlowStore`] | add a whole flow (a tree of jobs across queues) atomically, read it back node by node | `FlowProducer` |
-//! | [`JobControl`] | retry a finished job, promote a delayed one | `Queue` job control |
+//! | [`JobControl`] | retry a finished job, promote a delayed one (one by one or in batches), change priority or delay, renew a lock | `Queue` job control |
 //! | [`JobSchedulers`] | upsert, next iteration, read, count, remove job schedulers | `Queue` scheduler API, the CLI |
 //! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work, next scheduler iteration, a running job's own moves (to waiting-children, back to wait) | the Worker, its LockManager, a running job's context |
 //! | [`EventStream`] / [`EventPublisher`] | read the event log from a cursor, publish | QueueEvents, QueueEventsProducer |
@@ -51,7 +51,7 @@ pub use error::{BackendError, BackendResult, BoxError};
 pub use events::{EventEntry, EventPublisher, EventStream};
 pub use flow_store::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowRefusal, FlowStore};
 pub use flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
-pub use job_control::{ControlOutcome, JobControl, RetryFrom, RetryReset};
+pub use job_control::{ControlOutcome, JobControl, LockOutcome, RetryFrom, RetryReset};
 pub use metrics::{Metrics, MetricsKind, MetricsMeta};
 pub use queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,

@@ -18,7 +18,7 @@ if isLockedDeep(base, jobId, withChildren) then
   return 0
 end
 local existed = rcall("EXISTS", jobKey) == 1
-local prev = removeJobEverywhere(base, jobId, withChildren, false)
+local prev = removeJobEverywhere(base, jobId, withChildren)
 if not existed and prev == "unknown" then
   return -1
 end

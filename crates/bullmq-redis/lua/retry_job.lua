@@ -47,16 +47,7 @@ else
   pushToPrioritized(prioritizedKey, pcKey, markerKey, priority, blocked, jobId)
 end
 
-if parentKey and rcall("EXISTS", parentKey) == 1 then
-  local wasFinished
-  if prev == "failed" then
-    wasFinished = rcall("ZREM", parentKey .. ":unsuccessful", jobKey) == 1
-      or rcall("HDEL", parentKey .. ":failed", jobKey) == 1
-  else
-    wasFinished = rcall("HDEL", parentKey .. ":processed", jobKey) == 1
-  end
-  if wasFinished then rcall("SADD", parentKey .. ":dependencies", jobKey) end
-end
+backToParentDependencies(jobKey, parentKey, prev)
 
 emitEvent(eventsKey, getMaxEvents(metaKey), "waiting", "jobId", jobId, "prev", prev)
 return 1

@@ -64,6 +64,20 @@ pub enum QueueError {
         /// The locked job's id.
         job_id: String,
     },
+    /// The job has no lock to extend: it expired (the stalled check may take the job), the
+    /// job finished, or it does not exist. Nothing was written (Node's `extendLock` returns 0).
+    #[error("job {job_id} has no lock to extend")]
+    LockMissing {
+        /// The job's id.
+        job_id: String,
+    },
+    /// The job's lock carries another token: another worker holds the job. Nothing was
+    /// written (Node's `extendLock` returns 0).
+    #[error("job {job_id} is locked with another token")]
+    LockHeldByOther {
+        /// The job's id.
+        job_id: String,
+    },
     /// The job is the pending run of a job scheduler; remove the scheduler instead (Node -8).
     #[error("job {job_id} belongs to a job scheduler; remove the scheduler instead")]
     SchedulerJob {

@@ -42,7 +42,8 @@ pub use job::Job;
 pub use job_wait::{JobFinished, WaitError};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
 pub use queue::{
-    AddJob, JobCounts, JobLogs, Queue, QueueMeta, QueueOptions, RateLimitTtl, WorkerInfo,
+    AddJob, JobCounts, JobLogs, ObliterateOptions, Queue, QueueMeta, QueueOptions, RateLimitTtl,
+    RemoveOptions, WorkerInfo, DEFAULT_MOVE_BATCH,
 };
 pub use runtime::{Runtime, RuntimeOptions};
 pub use supervision::RuntimeEvent;

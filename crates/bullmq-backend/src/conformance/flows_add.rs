@@ -252,3 +252,47 @@ pub async fn flow_read_node_lists_children(backend: Arc<dyn Backend>, queue: &st
     let _ = flows.close().await;
     c.close().await;
 }
+
+/// Removing a flow parent: without its children they stay where they are, still naming the
+/// parent; with them, each child detaches itself first, so the parent is released to `wait`
+/// (its `waiting` event) just before it goes (`removed` prev `wait`), as Node's `removeJob`.
+pub async fn flow_remove_with_or_without_children(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend.clone(), queue).await;
+    let flows = backend.flow_store().await.expect("flow store");
+    let nodes = [
+        node(&c.keys, "alone", None, true),
+        node(&c.keys, "kept", Some((&c.keys, "alone")), false),
+        node(&c.keys, "whole", None, true),
+        node(&c.keys, "gone", Some((&c.keys, "whole")), false),
+    ];
+    ids(flows.add_flow(&nodes[..2]).await.expect("add_flow"));
+    ids(flows.add_flow(&nodes[2..]).await.expect("add_flow"));
+
+    assert_eq!(
+        c.queue.remove_job("alone", false).await.unwrap(),
+        crate::RemoveOutcome::Removed
+    );
+    assert_eq!(c.state("alone").await, JobState::Unknown);
+    assert_eq!(c.state("kept").await, JobState::Waiting, "the child stays");
+    let kept = c.queue.get_job("kept").await.unwrap().expect("kept");
+    assert_eq!(
+        kept.parent_key.as_deref(),
+        Some(c.keys.job("alone").as_str())
+    );
+
+    assert_eq!(
+        c.queue.remove_job("whole", true).await.unwrap(),
+        crate::RemoveOutcome::Removed
+    );
+    assert_eq!(c.state("whole").await, JobState::Unknown);
+    assert_eq!(c.state("gone").await, JobState::Unknown);
+    let tail: Vec<String> = names(&c.all_events().await)
+        .into_iter()
+        .rev()
+        .take(3)
+        .collect();
+    assert_eq!(tail, ["removed:whole", "removed:gone", "waiting:whole"]);
+    let removed = c.events_named("removed").await;
+    assert_eq!(removed.last().unwrap()["prev"], "wait");
+    c.close().await;
+}

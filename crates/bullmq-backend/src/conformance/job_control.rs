@@ -1,11 +1,15 @@
-//! Job control: retry a finished job, promote a delayed one; refusals write nothing.
+//! Job control: retry a finished job, promote a delayed one (one by one and in batches), renew
+//! a lock; refusals write nothing.
 
 use std::sync::Arc;
 
 use bullmq_protocol::state::JobState;
 
 use super::{fields, Ctx};
-use crate::{Backend, ControlOutcome, FinishAction, FinishCode, Retention, RetryFrom, RetryReset};
+use crate::{
+    Backend, ControlOutcome, FinishAction, FinishCode, LockOutcome, Retention, RetryFrom,
+    RetryReset,
+};
 
 /// A completed job retried from `completed` goes back to `wait` with its outcome cleared,
 /// emitting `waiting` (prev `completed`); a failed one with a priority goes to `prioritized`,
@@ -221,5 +225,168 @@ pub async fn clear_logs_keeps_the_newest(backend: Arc<dyn Backend>, queue: &str)
     c.queue.clear_logs(&id, 0).await.unwrap();
     assert_eq!(c.queue.get_job_logs(&id, 0, -1, true).await.unwrap().1, 0);
     c.queue.clear_logs("missing", 0).await.unwrap();
+    c.close().await;
+}
+
+/// `retry_jobs` moves finished jobs of one set, oldest first and `count` per call, to `wait`
+/// (a prioritized one too, as Node's script), clearing their outcome but not their attempts,
+/// with one `waiting` event each; jobs finished after the cutoff, and the other set, stay.
+pub async fn retry_jobs_moves_finished_jobs_in_batches(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let mut done = Vec::new();
+    for opts in ["{}", r#"{"priority":4}"#, "{}"] {
+        let id = c.add("done", opts).await;
+        let job = c.fetch_one().await;
+        assert_eq!(job.id, id);
+        assert_eq!(c.complete(&job, Retention::KEEP_ALL).await, FinishCode::Ok);
+        done.push(id);
+    }
+    let failed = c.add("failed", "{}").await;
+    let job = c.fetch_one().await;
+    let fail = FinishAction::Fail {
+        reason: "boom".into(),
+        stacktrace: None,
+        attempts: 1,
+        keep: Retention::KEEP_ALL,
+    };
+    assert_eq!(c.finish(&job, fail).await, FinishCode::Ok);
+
+    assert_eq!(
+        c.queue
+            .retry_jobs(RetryFrom::Completed, 10, 0)
+            .await
+            .unwrap(),
+        0,
+        "nothing finished by time 0"
+    );
+    let by = crate::now_ms();
+    assert_eq!(
+        c.queue
+            .retry_jobs(RetryFrom::Completed, 2, by)
+            .await
+            .unwrap(),
+        2,
+        "a full batch"
+    );
+    assert_eq!(c.count(JobState::Completed).await, 1);
+    assert_eq!(
+        c.queue
+            .retry_jobs(RetryFrom::Completed, 2, by)
+            .await
+            .unwrap(),
+        1,
+        "the rest"
+    );
+    for id in &done {
+        assert_eq!(c.state(id).await, JobState::Waiting, "{id} back in wait");
+        let record = c.queue.get_job(id).await.unwrap().expect("job kept");
+        assert_eq!(
+            (record.finished_on, record.processed_on, record.returnvalue),
+            (None, None, None)
+        );
+        assert_eq!(record.attempts_made, 1, "attempts kept");
+    }
+    let waiting: Vec<String> = c
+        .events_named("waiting")
+        .await
+        .into_iter()
+        .filter(|e| e.get("prev").map(String::as_str) == Some("completed"))
+        .map(|e| e["jobId"].clone())
+        .collect();
+    assert_eq!(waiting, done, "one event per job, oldest first");
+    assert_eq!(
+        c.state(&failed).await,
+        JobState::Failed,
+        "the other set stays"
+    );
+
+    // The oldest finished job is fetched first.
+    assert_eq!(c.fetch_one().await.id, done[0]);
+    assert_eq!(
+        c.queue
+            .retry_jobs(RetryFrom::Failed, 1, crate::now_ms())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(c.state(&failed).await, JobState::Waiting);
+    let record = c.queue.get_job(&failed).await.unwrap().expect("job kept");
+    assert_eq!(record.failed_reason, None);
+    c.close().await;
+}
+
+/// `promote_jobs` moves every delayed job, soonest due first and `count` per call, to `wait`
+/// (a prioritized one too), leaving its `delay` field, with one `waiting` event each.
+pub async fn promote_jobs_moves_delayed_jobs_in_batches(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let late = c.add("late", r#"{"delay":90000}"#).await;
+    let soon = c.add("soon", r#"{"delay":30000,"priority":2}"#).await;
+    let mid = c.add("mid", r#"{"delay":60000}"#).await;
+    let waiting = c.add("waiting", "{}").await;
+    assert_eq!(c.queue.promote_jobs(2).await.unwrap(), 2);
+    assert_eq!(
+        c.state(&late).await,
+        JobState::Delayed,
+        "the latest is left"
+    );
+    assert_eq!(c.queue.promote_jobs(2).await.unwrap(), 1);
+    assert_eq!(c.queue.promote_jobs(2).await.unwrap(), 0);
+    for id in [&late, &soon, &mid] {
+        assert_eq!(c.state(id).await, JobState::Waiting, "{id} in wait");
+    }
+    assert_eq!(c.count(JobState::Prioritized).await, 0);
+    assert_eq!(
+        c.queue.get_job(&soon).await.unwrap().unwrap().delay,
+        30_000,
+        "the delay field is left as it was"
+    );
+    let promoted: Vec<String> = c
+        .events_named("waiting")
+        .await
+        .into_iter()
+        .filter(|e| e.get("prev").map(String::as_str) == Some("delayed"))
+        .map(|e| e["jobId"].clone())
+        .collect();
+    assert_eq!(promoted, [soon.clone(), mid.clone(), late.clone()]);
+    // Promoted jobs join the back of the line.
+    let mut fetched = Vec::with_capacity(4);
+    for _ in 0..4 {
+        fetched.push(c.fetch_one().await.id);
+    }
+    assert_eq!(fetched, [waiting, soon, mid, late]);
+    c.close().await;
+}
+
+/// `extend_lock` renews the lock carrying the token (taking the job out of the stalled
+/// candidates), and tells a lock held by another token from a missing one.
+pub async fn extend_lock_checks_the_token(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let id = c.add("a", "{}").await;
+    let job = c.fetch_one().await;
+    let long = std::time::Duration::from_secs(60);
+    assert_eq!(
+        c.queue.extend_lock(&id, &job.token, long).await.unwrap(),
+        LockOutcome::Extended
+    );
+    assert_eq!(
+        c.queue
+            .extend_lock(&id, "someone-else", long)
+            .await
+            .unwrap(),
+        LockOutcome::HeldByOther
+    );
+    assert_eq!(
+        c.queue
+            .extend_lock("missing", &job.token, long)
+            .await
+            .unwrap(),
+        LockOutcome::Missing
+    );
+    assert_eq!(c.complete(&job, Retention::KEEP_ALL).await, FinishCode::Ok);
+    assert_eq!(
+        c.queue.extend_lock(&id, &job.token, long).await.unwrap(),
+        LockOutcome::Missing,
+        "a finished job holds no lock"
+    );
     c.close().await;
 }

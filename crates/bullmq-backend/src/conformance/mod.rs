@@ -60,10 +60,13 @@ pub use events::{
 pub use flows_add::{
     flow_add_attaches_existing_children, flow_add_places_parents_and_children,
     flow_add_refusals_write_nothing, flow_read_node_lists_children,
+    flow_remove_with_or_without_children,
 };
 pub use job_control::{
     change_delay_reschedules_a_delayed_job, change_priority_requeues_a_waiting_job,
-    clear_logs_keeps_the_newest, promote_moves_a_delayed_job_now, retry_moves_a_finished_job_back,
+    clear_logs_keeps_the_newest, extend_lock_checks_the_token,
+    promote_jobs_moves_delayed_jobs_in_batches, promote_moves_a_delayed_job_now,
+    retry_jobs_moves_finished_jobs_in_batches, retry_moves_a_finished_job_back,
 };
 pub use jobs::{
     add_and_read_back, bulk_add_keeps_order, custom_id_duplicate, deduplication_ttl_expires,
@@ -117,6 +120,7 @@ macro_rules! conformance_tests {
             flow_add_attaches_existing_children,
             flow_add_refusals_write_nothing,
             flow_read_node_lists_children,
+            flow_remove_with_or_without_children,
             priorities_and_lifo_order,
             delayed_job_promoted_when_due,
             fetch_locks_and_counts_attempts,
@@ -146,6 +150,9 @@ macro_rules! conformance_tests {
             change_priority_requeues_a_waiting_job,
             change_delay_reschedules_a_delayed_job,
             clear_logs_keeps_the_newest,
+            retry_jobs_moves_finished_jobs_in_batches,
+            promote_jobs_moves_delayed_jobs_in_batches,
+            extend_lock_checks_the_token,
             logs_progress_and_data,
             metrics_count_finished_jobs,
             scheduler_upsert_creates_scheduler_and_iteration,

@@ -372,7 +372,7 @@ pub(crate) fn remove(
         return RemoveOutcome::Locked;
     }
     let existed = queues.queue(base).jobs.contains_key(id);
-    let prev = remove_everywhere(queues, base, id, children, false, now, 0);
+    let prev = remove_everywhere(queues, base, id, children, now, 0);
     if !existed && prev == "unknown" {
         return RemoveOutcome::NotFound;
     }
@@ -432,22 +432,20 @@ fn remove_everywhere(
     base: &str,
     id: &str,
     children: bool,
-    is_child: bool,
     now: u64,
     depth: usize,
 ) -> &'static str {
+    detach_from_parent(queues, base, id, false, now);
+    // Each child detaches itself too, as in Node: a parent whose last pending child goes is
+    // released to `wait` (with its `waiting` event) just before it is removed itself.
     if children && depth <= MAX_DEPTH {
         let keys = child_keys(queues.queue(base), id);
         for key in keys {
             if let Some((b, child)) = super::queue_state::split_job_key(&key) {
                 let (b, child) = (b.to_owned(), child.to_owned());
-                remove_everywhere(queues, &b, &child, true, true, now, depth + 1);
+                remove_everywhere(queues, &b, &child, true, now, depth + 1);
             }
         }
-    }
-    // A child's parent is being removed in the same call: nothing to release.
-    if !is_child {
-        detach_from_parent(queues, base, id, false, now);
     }
     let q = queues.queue(base);
     let prev = q.remove_from_any_state(id);

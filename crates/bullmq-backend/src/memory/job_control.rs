@@ -1,7 +1,8 @@
 //! Job control (retry a finished job, promote a delayed one, change a job's priority or
-//! delay), step by step as the Redis backend's scripts of the same names.
+//! delay, move finished or delayed jobs in batches, renew a lock), step by step as the Redis
+//! backend's scripts of the same names.
 
-use crate::job_control::{ControlOutcome, RetryFrom, RetryReset};
+use crate::job_control::{ControlOutcome, LockOutcome, RetryFrom, RetryReset};
 
 use super::queue_state::{split_job_key, QueueState};
 use super::Queues;
@@ -186,5 +187,107 @@ pub(crate) fn clear_logs(q: &mut QueueState, id: &str, keep: u64) {
     if let Some(lines) = q.logs.get_mut(id) {
         let drop = lines.len().saturating_sub(keep);
         lines.drain(..drop);
+    }
+}
+
+/// Where a batch move takes its jobs from, and up to which score.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MoveSource {
+    /// `retryJobs`: jobs of that finished set finished at or before the time (ms).
+    Finished(RetryFrom, u64),
+    /// `promoteJobs`: every delayed job.
+    Delayed,
+}
+
+/// One batch of `retryJobs` / `promoteJobs` (`move_jobs_to_wait.lua`): the lowest-scored
+/// `count` jobs to the back of `wait` whatever their priority; returns how many moved.
+pub(crate) fn move_jobs_to_wait(
+    queues: &mut Queues,
+    base: &str,
+    source: MoveSource,
+    count: u32,
+    now: u64,
+) -> u64 {
+    let q = queues.queue(base);
+    let count = usize::try_from(count.max(1)).unwrap_or(usize::MAX);
+    let set = match source {
+        MoveSource::Finished(RetryFrom::Failed, _) => &q.failed,
+        MoveSource::Finished(RetryFrom::Completed, _) => &q.completed,
+        MoveSource::Delayed => &q.delayed,
+    };
+    let max = match source {
+        MoveSource::Finished(_, by) => by,
+        MoveSource::Delayed => u64::MAX,
+    };
+    let ids: Vec<String> = set.range_by_score(0, max).into_iter().take(count).collect();
+    if ids.is_empty() {
+        return 0;
+    }
+    let blocked = q.paused_or_maxed();
+    if let MoveSource::Finished(from, _) = source {
+        for id in &ids {
+            let q = queues.queue(base);
+            if let Some(hash) = q.jobs.get_mut(id) {
+                for field in ["finishedOn", "processedOn", from.outcome_field()] {
+                    hash.remove(field);
+                }
+            }
+            let job_key = q.job_key(id);
+            if let Some(parent_key) = q.field(id, "parentKey").map(str::to_owned) {
+                back_to_parent_dependencies(queues, &parent_key, &job_key, from);
+            }
+        }
+    }
+    let q = queues.queue(base);
+    let prev = match source {
+        MoveSource::Finished(from, _) => from.as_str(),
+        MoveSource::Delayed => "delayed",
+    };
+    // Every event is capped, and the default cap is stored without `version`, as Node's script.
+    let max_events = q.max_events(false);
+    for id in &ids {
+        q.emit_capped(
+            now,
+            "waiting",
+            &[("jobId", id.clone()), ("prev", prev.into())],
+            max_events,
+        );
+    }
+    for id in &ids {
+        let removed = match source {
+            MoveSource::Finished(RetryFrom::Failed, _) => q.failed.remove(id),
+            MoveSource::Finished(RetryFrom::Completed, _) => q.completed.remove(id),
+            MoveSource::Delayed => q.delayed.remove(id),
+        };
+        debug_assert!(removed, "{id} was read from the set");
+        q.wait.push_front(id.clone());
+    }
+    if matches!(source, MoveSource::Delayed) {
+        q.signal_delayed();
+    }
+    if !blocked {
+        q.signal_ready();
+    }
+    ids.len() as u64
+}
+
+/// `job.extendLock(token, duration)` (`extend_lock.lua`).
+pub(crate) fn extend_lock(
+    q: &mut QueueState,
+    id: &str,
+    token: &str,
+    lock_ms: u64,
+    now: u64,
+) -> LockOutcome {
+    match q.locks.get_mut(id) {
+        Some(lock) if lock.expires_at > now => {
+            if lock.token != token {
+                return LockOutcome::HeldByOther;
+            }
+            lock.expires_at = now.saturating_add(lock_ms.max(1));
+            q.stalled.remove(id);
+            LockOutcome::Extended
+        }
+        _ => LockOutcome::Missing,
     }
 }

@@ -17,7 +17,7 @@ use super::{add, admin, fetch, finish, flow, job_control, locks, schedulers, ste
 use crate::backend::WorkerStoreOptions;
 use crate::error::{BackendError, BackendResult};
 use crate::flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
-use crate::job_control::{ControlOutcome, JobControl, RetryFrom, RetryReset};
+use crate::job_control::{ControlOutcome, JobControl, LockOutcome, RetryFrom, RetryReset};
 use crate::metrics::{Metrics, MetricsKind};
 use crate::queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
@@ -357,6 +357,46 @@ impl JobControl for MemoryQueueStore {
         self.queue(|q, _| {
             job_control::clear_logs(q, job_id, keep);
             Ok(())
+        })
+    }
+
+    async fn retry_jobs(
+        &self,
+        from: RetryFrom,
+        count: u32,
+        finished_by_ms: u64,
+    ) -> BackendResult<u64> {
+        let source = job_control::MoveSource::Finished(from, finished_by_ms);
+        self.queues(|queues, now| {
+            Ok(job_control::move_jobs_to_wait(
+                queues, &self.base, source, count, now,
+            ))
+        })
+    }
+
+    async fn promote_jobs(&self, count: u32) -> BackendResult<u64> {
+        let source = job_control::MoveSource::Delayed;
+        self.queues(|queues, now| {
+            Ok(job_control::move_jobs_to_wait(
+                queues, &self.base, source, count, now,
+            ))
+        })
+    }
+
+    async fn extend_lock(
+        &self,
+        job_id: &str,
+        token: &str,
+        duration: Duration,
+    ) -> BackendResult<LockOutcome> {
+        self.queue(|q, now| {
+            Ok(job_control::extend_lock(
+                q,
+                job_id,
+                token,
+                ms(duration),
+                now,
+            ))
         })
     }
 }

@@ -17,10 +17,12 @@
   removeFromAnyState(base, jobId) -> previous state name ("unknown" when in none)
   isLockedDeep(base, jobId, withChildren) -> boolean
     True when the job (or, with children, any pending child, recursively) holds a `:lock`.
-  removeJobEverywhere(base, jobId, withChildren, isChild) -> previous state name
-    Removes the job from its state, its keys, its dedup key, detaches it from its parent and
-    emits `removed` (jobId, prev). With children, removes the job's children (pending,
-    processed, failed, ignored) first, each in its own queue. `isChild` is false for the job the caller names.
+  removeJobEverywhere(base, jobId, withChildren) -> previous state name
+    Detaches the job from its parent, then (with children) removes the job's children
+    (pending, processed, failed, ignored), each in its own queue, then removes the job from its
+    state, its keys and its dedup key and emits `removed` (jobId, prev). Each child detaches
+    itself too, as in Node: a parent whose last pending child goes moves to `wait` (with its
+    `waiting` event) just before it is removed itself, so its `removed` says prev `wait`.
 ]]
 local rcall = redis.call
 
@@ -126,17 +128,14 @@ isLockedDeep = function(base, jobId, withChildren)
 end
 
 local removeJobEverywhere
-removeJobEverywhere = function(base, jobId, withChildren, isChild)
+removeJobEverywhere = function(base, jobId, withChildren)
   local jobKey = base .. jobId
+  detachFromParent(jobKey, base, false)
   if withChildren then
     for _, childKey in ipairs(childKeysOf(jobKey)) do
       local childId, childBase = splitJobKey(childKey)
-      removeJobEverywhere(childBase, childId, true, true)
+      removeJobEverywhere(childBase, childId, true)
     end
-  end
-  -- A child's parent is being removed in the same call, so there is nothing to release.
-  if not isChild then
-    detachFromParent(jobKey, base, false)
   end
   local prev = removeFromAnyState(base, jobId)
   releaseDeduplication(base, jobId, rcall("HGET", jobKey, "deid"))

@@ -7,8 +7,8 @@ use bullmq_backend::queue_control::concurrency_from_meta;
 use bullmq_backend::{
     AddResult, BackendError, BackendResult, ControlOutcome, Dependencies, DependencyCounts,
     DependencyKind, DependencyPage, JobControl, JobEnd, JobFlows, JobRecord, JobSchedulers,
-    JobUpdates, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin,
-    QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome,
+    JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer,
+    QueueAdmin, QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome,
 };
 use bullmq_backend::{GlobalRateLimit, QueueControl};
 use bullmq_protocol::job_record::text_fields;
@@ -300,6 +300,28 @@ impl JobControl for RedisQueueStore {
 
     async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()> {
         Ok(calls::clear_logs(&self.client, &self.keys, job_id, keep).await?)
+    }
+
+    async fn retry_jobs(
+        &self,
+        from: RetryFrom,
+        count: u32,
+        finished_by_ms: u64,
+    ) -> BackendResult<u64> {
+        Ok(calls::retry_jobs(&self.client, &self.keys, from, count, finished_by_ms).await?)
+    }
+
+    async fn promote_jobs(&self, count: u32) -> BackendResult<u64> {
+        Ok(calls::promote_jobs(&self.client, &self.keys, count).await?)
+    }
+
+    async fn extend_lock(
+        &self,
+        job_id: &str,
+        token: &str,
+        duration: std::time::Duration,
+    ) -> BackendResult<LockOutcome> {
+        Ok(calls::extend_lock(&self.client, &self.keys, job_id, token, duration).await?)
     }
 }
 

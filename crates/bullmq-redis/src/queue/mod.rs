@@ -32,7 +32,10 @@ pub use getters::{
     get_counts, get_job_hash, get_job_logs, get_meta, get_ranges, get_state, set_meta,
     DEFAULT_MAX_LEN_EVENTS, META_VERSION,
 };
-pub use job_control::{change_delay, change_priority, clear_logs, promote_job, retry_job};
+pub use job_control::{
+    change_delay, change_priority, clear_logs, extend_lock, promote_job, promote_jobs, retry_job,
+    retry_jobs,
+};
 pub use reads::{get_metrics, job_end, metrics_data_key, metrics_key};
 pub use schedulers::{
     create_next_iteration, get_job_scheduler, get_job_schedulers, remove_job_scheduler,

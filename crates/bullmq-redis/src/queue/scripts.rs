@@ -64,7 +64,11 @@ lua_script!(pub(crate) static GET_COUNTS_PER_PRIORITY = "get_counts_per_priority
     "get_counts_per_priority.lua");
 lua_script!(pub(crate) static RETRY_JOB = "retry_job":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
-    "includes/enqueue.lua", "retry_job.lua");
+    "includes/enqueue.lua", "includes/retry_parent.lua", "retry_job.lua");
+lua_script!(pub(crate) static MOVE_JOBS_TO_WAIT = "move_jobs_to_wait":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/batches.lua", "includes/retry_parent.lua", "move_jobs_to_wait.lua");
+lua_script!(pub(crate) static EXTEND_LOCK = "extend_lock": "extend_lock.lua");
 lua_script!(pub(crate) static PROMOTE_JOB = "promote_job":
     "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
     "includes/enqueue.lua", "promote_job.lua");

@@ -1,18 +1,24 @@
 //! Job control from code: retry a finished job, promote a delayed one, and ask where a job
-//! is (Node's `job.retry()`, `job.promote()`, `job.isCompleted()` …). A fetched [`Job`] holds
-//! no connection, so these live on the [`Queue`] and take the job's id.
+//! is (Node's `job.retry()`, `job.promote()`, `job.isCompleted()` …), retry or promote jobs in
+//! bulk (`queue.retryJobs()`, `queue.promoteJobs()`) and renew a lock (`job.extendLock()`).
+//! A fetched [`Job`] holds no connection, so these live on the [`Queue`] and take the job's
+//! id.
 //!
 //! [`Job`]: crate::Job
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bullmq_backend::{ControlOutcome, RetryFrom, RetryReset};
+use bullmq_backend::{ControlOutcome, LockOutcome, RetryFrom, RetryReset};
 use bullmq_protocol::score::MAX_PRIORITY;
 use bullmq_protocol::state::JobState;
 use bullmq_protocol::ValidationError;
 
-use super::Queue;
+use super::{add, Queue};
 use crate::error::{QueueError, Result};
+
+/// Jobs moved per call by [`Queue::retry_jobs`] and [`Queue::promote_jobs`] when Node's
+/// default is wanted (its `count` defaults to 1000).
+pub const DEFAULT_MOVE_BATCH: u32 = 1000;
 
 impl Queue {
     /// Moves job `job_id` from `from` (failed or completed) back to be processed (Node
@@ -91,6 +97,106 @@ impl Queue {
     /// [`QueueError::Redis`].
     pub async fn clear_logs(&self, job_id: &str, keep: u64) -> Result<()> {
         Ok(self.inner.store.clear_logs(job_id, keep).await?)
+    }
+
+    /// Moves every job of `from` finished at or before `timestamp` (`None`: now, read again
+    /// for each batch as Node does) back to `wait`, `count` jobs per call, until a call moves
+    /// fewer (Node `queue.retryJobs({state, count, timestamp})`). Each job goes to the back of
+    /// `wait` whatever its priority or `lifo` (as Node's script), loses `finishedOn`,
+    /// `processedOn` and its outcome (its attempt counters are kept), becomes a pending
+    /// dependency of its flow parent again, and `waiting` (prev = `from`) is emitted for it.
+    /// Returns how many jobs moved.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: ractor_bullmq::Queue) -> Result<(), ractor_bullmq::QueueError> {
+    /// use ractor_bullmq::{RetryFrom, DEFAULT_MOVE_BATCH};
+    /// let moved = queue.retry_jobs(RetryFrom::Failed, DEFAULT_MOVE_BATCH, None).await?;
+    /// println!("{moved} failed jobs retried");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::InvalidArgument`] when `count` is 0 (nothing written; Node would loop
+    /// forever); [`QueueError::Redis`] / [`QueueError::Backend`] (batches moved before the
+    /// failure stay moved).
+    pub async fn retry_jobs(
+        &self,
+        from: RetryFrom,
+        count: u32,
+        timestamp: Option<SystemTime>,
+    ) -> Result<u64> {
+        check_count(count)?;
+        let fixed = timestamp.map(|at| {
+            at.duration_since(UNIX_EPOCH)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                .unwrap_or(0)
+        });
+        let mut total = 0;
+        loop {
+            let by = fixed.unwrap_or_else(add::now_ms);
+            let moved = self.inner.store.retry_jobs(from, count, by).await?;
+            total += moved;
+            if moved < u64::from(count) {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Moves every delayed job to `wait` now, `count` per call, until a call moves fewer
+    /// (Node `queue.promoteJobs({count})`): soonest due first, each to the back of `wait`
+    /// whatever its priority (as Node's script), its `delay` field left as it was, emitting
+    /// `waiting` (prev `delayed`) per job. Returns how many jobs moved.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::InvalidArgument`] when `count` is 0 (nothing written);
+    /// [`QueueError::Redis`] / [`QueueError::Backend`] (batches moved before the failure stay
+    /// moved).
+    pub async fn promote_jobs(&self, count: u32) -> Result<u64> {
+        check_count(count)?;
+        let mut total = 0;
+        loop {
+            let moved = self.inner.store.promote_jobs(count).await?;
+            total += moved;
+            if moved < u64::from(count) {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Renews job `job_id`'s lock for `duration` when it carries `token` (Node
+    /// `job.extendLock(token, duration)`), also taking the job off the stalled candidates: for
+    /// a client that fetched the job itself (a manual worker in another process) and keeps it
+    /// longer than its lock.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::InvalidArgument`] when `duration` is under 1 ms;
+    /// [`QueueError::LockMissing`] when the job holds no lock (expired, finished, or no such
+    /// job); [`QueueError::LockHeldByOther`] when the lock carries another token (nothing is
+    /// written on a refusal); [`QueueError::Redis`].
+    pub async fn extend_lock(&self, job_id: &str, token: &str, duration: Duration) -> Result<()> {
+        if duration < Duration::from_millis(1) {
+            return Err(QueueError::InvalidArgument {
+                argument: "duration",
+                reason: "a lock must last at least 1 ms",
+            });
+        }
+        match self
+            .inner
+            .store
+            .extend_lock(job_id, token, duration)
+            .await?
+        {
+            LockOutcome::Extended => Ok(()),
+            LockOutcome::Missing => Err(QueueError::LockMissing {
+                job_id: job_id.to_owned(),
+            }),
+            LockOutcome::HeldByOther => Err(QueueError::LockHeldByOther {
+                job_id: job_id.to_owned(),
+            }),
+        }
     }
 
     /// Whether the job is completed (Node `job.isCompleted()`).
@@ -180,4 +286,15 @@ fn not_found(job_id: &str) -> QueueError {
     QueueError::JobNotFound {
         job_id: job_id.to_owned(),
     }
+}
+
+/// A batch move needs at least one job per call: with 0 every call would report a full batch.
+fn check_count(count: u32) -> Result<()> {
+    if count == 0 {
+        return Err(QueueError::InvalidArgument {
+            argument: "count",
+            reason: "at least 1 job per batch",
+        });
+    }
+    Ok(())
 }

@@ -25,6 +25,7 @@ mod metrics;
 mod options;
 mod prometheus;
 mod queue_control;
+mod removal;
 mod reports;
 mod schedulers;
 mod workers;
@@ -33,7 +34,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bullmq_backend::{Backend, ObliterateStep, QueueStore, RemoveOutcome};
+use bullmq_backend::{Backend, QueueStore};
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::JobOptions;
 use bullmq_protocol::state::JobState;
@@ -43,18 +44,17 @@ use serde::Serialize;
 use tracing::Instrument;
 
 pub use add::AddJob;
+pub use job_control::DEFAULT_MOVE_BATCH;
 pub use options::QueueOptions;
 pub use prometheus::prometheus_text;
 pub use queue_control::RateLimitTtl;
+pub use removal::{ObliterateOptions, RemoveOptions};
 pub use reports::{JobCounts, JobLogs, QueueMeta};
 pub use workers::{parse_client_list, WorkerInfo};
 
 use crate::error::{QueueError, Result};
 use crate::job::Job;
 use crate::telemetry;
-
-/// Jobs deleted per obliterate call (as Node).
-const OBLITERATE_BATCH: u32 = 1000;
 
 /// A handle on one queue: add jobs, inspect and administer it.
 ///
@@ -432,49 +432,6 @@ impl Queue {
         let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
         let cutoff = add::now_ms().saturating_sub(grace_ms);
         Ok(self.inner.store.clean(state, cutoff, limit).await?)
-    }
-
-    /// Deletes the queue and all its jobs (pausing it first), in batches of 1000 jobs.
-    ///
-    /// # Errors
-    ///
-    /// [`QueueError::ActiveJobs`] when jobs are active and `force` is false (jobs deleted in
-    /// earlier batches stay deleted, none active is touched); [`QueueError::Redis`].
-    pub async fn obliterate(&self, force: bool) -> Result<()> {
-        let store = &self.inner.store;
-        store.pause().await?;
-        loop {
-            match store.obliterate_batch(OBLITERATE_BATCH, force).await? {
-                ObliterateStep::More => continue,
-                // Another client resumed the queue between our calls: pause again and go on.
-                ObliterateStep::NotPaused => store.pause().await?,
-                ObliterateStep::ActiveJobs => {
-                    return Err(QueueError::ActiveJobs {
-                        queue: self.inner.keys.qualified_name().to_owned(),
-                    })
-                }
-                _ => return Ok(()),
-            }
-        }
-    }
-
-    /// Removes a job (and its flow children) with all its keys; `false` when it did not exist.
-    ///
-    /// # Errors
-    ///
-    /// [`QueueError::JobLocked`] when a worker holds it, [`QueueError::SchedulerJob`] for a
-    /// job scheduler's pending run, [`QueueError::Redis`].
-    pub async fn remove(&self, job_id: &str) -> Result<bool> {
-        match self.inner.store.remove_job(job_id, true).await? {
-            RemoveOutcome::Removed => Ok(true),
-            RemoveOutcome::NotFound => Ok(false),
-            RemoveOutcome::Locked => Err(QueueError::JobLocked {
-                job_id: job_id.to_owned(),
-            }),
-            _ => Err(QueueError::SchedulerJob {
-                job_id: job_id.to_owned(),
-            }),
-        }
     }
 
     /// Log lines `start..=end` (`-1` = last) of a job, oldest first when `ascending`.

@@ -16,8 +16,10 @@
 //! for a [`bullmq_backend::JobControl`] (a queue's store), `bullmq.store.retry_job` (queue,
 //! job_id, from, outcome), `bullmq.store.promote_job` (queue, job_id, outcome),
 //! `bullmq.store.change_priority` (queue, job_id, priority, outcome),
-//! `bullmq.store.change_delay` (queue, job_id, delay_ms, outcome) and
-//! `bullmq.store.clear_logs` (queue, job_id, keep);
+//! `bullmq.store.change_delay` (queue, job_id, delay_ms, outcome),
+//! `bullmq.store.clear_logs` (queue, job_id, keep), `bullmq.store.retry_jobs` (queue, from,
+//! count, finished_by_ms, moved), `bullmq.store.promote_jobs` (queue, count, moved) and
+//! `bullmq.store.extend_lock` (queue, job_id, duration_ms, outcome);
 //! for a [`bullmq_backend::FlowStore`], `bullmq.store.add_flow` (queue of the first node, jobs)
 //! and `bullmq.store.read_flow_node` (queue, job_id).
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bullmq_backend::{
     ControlOutcome, FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore, GlobalRateLimit,
-    JobControl, QueueControl, QueueStore, RetryFrom, RetryReset,
+    JobControl, LockOutcome, QueueControl, QueueStore, RetryFrom, RetryReset,
 };
 use bullmq_protocol::keys::QueueKeys;
 use tracing::{Instrument, Span};
@@ -539,5 +539,68 @@ impl<S: QueueStore> JobControl for Traced<S> {
             keep
         );
         in_span(span, self.0.clear_logs(job_id, keep), |_, _| {}).await
+    }
+
+    async fn retry_jobs(
+        &self,
+        from: RetryFrom,
+        count: u32,
+        finished_by_ms: u64,
+    ) -> StoreResult<u64> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.retry_jobs",
+            self.0.queue_name(),
+            from = from.as_str(),
+            count,
+            finished_by_ms,
+            moved = tracing::field::Empty
+        );
+        in_span(
+            span,
+            self.0.retry_jobs(from, count, finished_by_ms),
+            |span, moved| {
+                span.record("moved", *moved);
+            },
+        )
+        .await
+    }
+
+    async fn promote_jobs(&self, count: u32) -> StoreResult<u64> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.promote_jobs",
+            self.0.queue_name(),
+            count,
+            moved = tracing::field::Empty
+        );
+        in_span(span, self.0.promote_jobs(count), |span, moved| {
+            span.record("moved", *moved);
+        })
+        .await
+    }
+
+    async fn extend_lock(
+        &self,
+        job_id: &str,
+        token: &str,
+        duration: Duration,
+    ) -> StoreResult<LockOutcome> {
+        let span = store_span!(
+            debug_span,
+            "bullmq.store.extend_lock",
+            self.0.queue_name(),
+            job_id,
+            duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            outcome = tracing::field::Empty
+        );
+        in_span(
+            span,
+            self.0.extend_lock(job_id, token, duration),
+            |span, o| {
+                span.record("outcome", tracing::field::debug(o));
+            },
+        )
+        .await
     }
 }

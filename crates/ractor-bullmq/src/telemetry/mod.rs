@@ -30,6 +30,8 @@
 //! | `bullmq.store.schedule_next_iteration` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.move_to_waiting_children`, `.move_to_wait` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.retry_job`, `.promote_job`, `.change_priority`, `.change_delay`, `.clear_logs` | DEBUG | `queue`, `job_id`, `from` (retry), `priority`, `delay_ms`, `keep` (clear_logs), `outcome` | the traced `JobControl` |
+//! | `bullmq.store.retry_jobs`, `.promote_jobs` | DEBUG | `queue`, `from` (retry), `count`, `finished_by_ms` (retry), `moved` | the traced `JobControl` |
+//! | `bullmq.store.extend_lock` | DEBUG | `queue`, `job_id`, `duration_ms`, `outcome` | the traced `JobControl` |
 //! | `bullmq.store.add_flow` | DEBUG | `queue` (the first node's), `jobs` | the traced `FlowStore` |
 //! | `bullmq.store.read_flow_node` | DEBUG | `queue`, `job_id` | the traced `FlowStore` |
 //! | `bullmq.store.set_global_concurrency`, `.get_global_concurrency`, `.remove_global_concurrency`, `.set_global_rate_limit`, `.get_global_rate_limit`, `.remove_global_rate_limit`, `.set_rate_limit`, `.get_rate_limit_ttl`, `.remove_rate_limit_key`, `.is_maxed`, `.trim_events`, `.get_deduplication_job_id`, `.remove_deduplication_key`, `.get_counts_per_priority` | DEBUG | `queue` and the call's argument (`concurrency`, `max`/`duration_ms`, `ttl_ms`, `max_jobs`, `max_length`, `dedup_id`, `priorities` = their number) | the traced `QueueControl` |
