@@ -433,6 +433,11 @@ impl ConnectionConfig {
             // background, so the caller gets its error when the connect timeout says so.
             let abandoned = client.clone();
             tokio::spawn(async move { quit_within(&abandoned, QUIT_TIMEOUT).await });
+            let source = if self.tls {
+                explain_tls_failure(source)
+            } else {
+                source
+            };
             return Err(RedisError::Connect {
                 target: self.target(),
                 source,
@@ -454,6 +459,33 @@ impl ConnectionConfig {
         }
         Ok(client)
     }
+}
+
+/// A failed TLS handshake reaches us as an I/O error around rustls' reason
+/// (`InvalidCertificate(UnknownIssuer)`); say what it means and which setting fixes it, and
+/// keep the original text for the details.
+fn explain_tls_failure(error: fred::error::Error) -> fred::error::Error {
+    let detail = error.details();
+    let hint = if detail.contains("UnknownIssuer") || detail.contains("BadSignature") {
+        "the server's certificate is not signed by a trusted CA (give its CA with tls_ca / \
+         TlsOptions::ca_file)"
+    } else if detail.contains("NotValidForName") {
+        "the server's certificate does not name the host connected to (connect by a name it \
+         holds, or set tls_server_name / TlsOptions::server_name)"
+    } else if detail.contains("CertificateRequired") {
+        "the server requires a client certificate (set tls_cert and tls_key / \
+         TlsOptions::cert_file and key_file)"
+    } else if detail.contains("Expired") || detail.contains("NotValidYet") {
+        "the server's certificate is outside its validity period"
+    } else if detail.contains("InvalidCertificate") || detail.contains("AlertReceived") {
+        "the TLS handshake was refused"
+    } else {
+        return error;
+    };
+    fred::error::Error::new(
+        fred::error::ErrorKind::Tls,
+        format!("TLS handshake failed: {hint}: {detail}"),
+    )
 }
 
 /// Sends `QUIT` but gives up after `timeout` (a client still connecting or reconnecting would
