@@ -73,7 +73,7 @@ impl TlsOptions {
         } else {
             let roots = match &self.ca_file {
                 Some(path) => ca_roots(path)?,
-                None => platform_roots()?,
+                None => platform_roots(),
             };
             builder.with_root_certificates(roots)
         };
@@ -144,7 +144,10 @@ fn private_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
     })
 }
 
-fn platform_roots() -> Result<RootCertStore> {
+/// The platform's trusted roots. None found is not an error here: the handshake then fails
+/// with an unknown issuer, whose message names the `tls_ca` setting (a host without a CA
+/// bundle may still reach servers of a private CA given that way).
+fn platform_roots() -> RootCertStore {
     let found = rustls_native_certs::load_native_certs();
     for error in &found.errors {
         tracing::debug!(%error, "a platform root certificate could not be loaded");
@@ -152,13 +155,12 @@ fn platform_roots() -> Result<RootCertStore> {
     let mut roots = RootCertStore::empty();
     let (added, _ignored) = roots.add_parsable_certificates(found.certs);
     if added == 0 {
-        return Err(RedisError::Config(
-            "TLS: no platform root certificate could be loaded; give the server's CA with \
-             tls_ca (TlsOptions::ca_file)"
-                .into(),
-        ));
+        tracing::warn!(
+            "TLS: no platform root certificate could be loaded; servers will only be trusted \
+             with tls_ca (TlsOptions::ca_file)"
+        );
     }
-    Ok(roots)
+    roots
 }
 
 fn read(path: &Path, what: &'static str) -> Result<Vec<u8>> {
