@@ -9,18 +9,20 @@
 //! is missing.
 
 mod common;
+mod tls_pki;
 mod worker_common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use bullmq_redis::RedisError;
 use common::eventually;
 use fred::prelude::{Client, ClientLike};
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions, Worker, WorkerArgs, WorkerOptions};
 use serde_json::json;
+use tls_pki::Pki;
 use tokio::process::{Child, Command};
 
 /// The connect timeout of the tests that expect a refusal: short, so that "within the
@@ -28,112 +30,6 @@ use tokio::process::{Child, Command};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// What a refusal may take beyond the connect timeout on a loaded machine.
 const SLACK: Duration = Duration::from_secs(5);
-
-/// Certificates in a fresh directory, removed when dropped.
-struct Pki {
-    dir: PathBuf,
-}
-
-impl Pki {
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    /// The CA the servers' certificates come from.
-    fn ca(&self) -> PathBuf {
-        self.path("ca.pem")
-    }
-
-    /// A CA that signed nothing the servers present.
-    fn other_ca(&self) -> PathBuf {
-        self.path("other-ca.pem")
-    }
-
-    fn client_cert(&self) -> PathBuf {
-        self.path("client.pem")
-    }
-
-    fn client_key(&self) -> PathBuf {
-        self.path("client.key")
-    }
-
-    fn make(tag: &str) -> Result<Self> {
-        let dir = std::env::temp_dir().join(format!(
-            "bullmq-tls-{tag}-{}",
-            common::unique_queue("pki")
-        ));
-        std::fs::create_dir_all(&dir)?;
-        let pki = Self { dir };
-        pki.self_signed_ca("ca")?;
-        pki.self_signed_ca("other-ca")?;
-        pki.signed(
-            "server",
-            "ca",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
-        )?;
-        pki.signed("client", "ca", "extendedKeyUsage=clientAuth\n")?;
-        Ok(pki)
-    }
-
-    fn self_signed_ca(&self, name: &str) -> Result<()> {
-        openssl(
-            &self.dir,
-            &[
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                "-nodes", "-days", "2", "-subj", &format!("/CN=bullmq test {name}"),
-                "-addext", "basicConstraints=critical,CA:TRUE",
-                "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-                "-keyout", &format!("{name}.key"), "-out", &format!("{name}.pem"),
-            ],
-        )
-    }
-
-    fn signed(&self, name: &str, ca: &str, extensions: &str) -> Result<()> {
-        let ext = format!("{name}.ext");
-        std::fs::write(
-            self.path(&ext),
-            format!("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n{extensions}"),
-        )?;
-        openssl(
-            &self.dir,
-            &[
-                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-subj", &format!("/CN=bullmq test {name}"),
-                "-keyout", &format!("{name}.key"), "-out", &format!("{name}.csr"),
-            ],
-        )?;
-        openssl(
-            &self.dir,
-            &[
-                "x509", "-req", "-in", &format!("{name}.csr"), "-days", "2",
-                "-CA", &format!("{ca}.pem"), "-CAkey", &format!("{ca}.key"), "-CAcreateserial",
-                "-extfile", &ext, "-out", &format!("{name}.pem"),
-            ],
-        )
-    }
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn openssl(dir: &Path, args: &[&str]) -> Result<()> {
-    let output = std::process::Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .context("running openssl")?;
-    if !output.status.success() {
-        bail!(
-            "openssl {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(())
-}
 
 /// A `redis-server` speaking TLS only, on `port`; killed (by its PID) when dropped.
 struct TlsRedis {
