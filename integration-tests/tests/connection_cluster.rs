@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use bullmq_redis::{Node, RedisError, Topology};
-use fred::prelude::Client;
-use tls_pki::Pki;
 use common::eventually;
 use fred::interfaces::ClusterInterface;
+use fred::prelude::Client;
 use fred::prelude::{ClientLike, KeysInterface};
 use ractor_bullmq::ConnectionConfig;
+use tls_pki::Pki;
 use tokio::process::{Child, Command};
 
 const PORTS: [u16; 3] = [6520, 6521, 6522];
@@ -48,10 +48,8 @@ impl Cluster {
     /// Starts nodes on `ports` and joins them into a cluster; TLS-only (plain ports off, bus
     /// over TLS too) with `pki`'s server certificate when given.
     async fn start(ports: [u16; 3], pki: Option<&Pki>) -> Result<Self> {
-        let dir = std::env::temp_dir().join(format!(
-            "bullmq-cluster-{}",
-            common::unique_queue("c")
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("bullmq-cluster-{}", common::unique_queue("c")));
         std::fs::create_dir_all(&dir)?;
         let mut cluster = Self {
             dir,
@@ -143,14 +141,14 @@ impl Cluster {
                 move || {
                     let cli_tls = cli_tls.clone();
                     async move {
-                    Command::new("redis-cli")
-                        .args(&cli_tls)
-                        .args(["-p", &port.to_string(), "cluster", "info"])
-                        .output()
-                        .await
-                        .is_ok_and(|o| {
-                            String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok")
-                        })
+                        Command::new("redis-cli")
+                            .args(&cli_tls)
+                            .args(["-p", &port.to_string(), "cluster", "info"])
+                            .output()
+                            .await
+                            .is_ok_and(|o| {
+                                String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok")
+                            })
                     }
                 },
             )
@@ -190,7 +188,9 @@ async fn a_cluster_url_reaches_keys_on_every_node() -> Result<()> {
         Node::new("127.0.0.1", PORTS[1]),
     ]);
     let client = seeds.connect(None).await?;
-    let _: () = client.set("bullmq-cluster-test:seed", 1, None, None, false).await?;
+    let _: () = client
+        .set("bullmq-cluster-test:seed", 1, None, None, false)
+        .await?;
     let _: i64 = client.del("bullmq-cluster-test:seed").await?;
     client.quit().await?;
 
@@ -201,7 +201,9 @@ async fn a_cluster_url_reaches_keys_on_every_node() -> Result<()> {
     ))?;
     single.connect_timeout = Duration::from_secs(3);
     match single.connect(None).await {
-        Err(RedisError::Connect { target, .. }) => assert!(target.starts_with("cluster "), "{target}"),
+        Err(RedisError::Connect { target, .. }) => {
+            assert!(target.starts_with("cluster "), "{target}")
+        }
         other => panic!("expected a Connect error, got {:?}", other.map(|_| ())),
     }
     drop(cluster);
@@ -261,7 +263,10 @@ async fn a_tls_cluster_url_with_the_ca_reaches_keys_on_every_node() -> Result<()
     wrong_ca.connect_timeout = Duration::from_secs(3);
     match wrong_ca.connect(None).await {
         Err(RedisError::Connect { source, .. }) => {
-            assert!(source.to_string().contains("not signed by a trusted CA"), "{source}")
+            assert!(
+                source.to_string().contains("not signed by a trusted CA"),
+                "{source}"
+            )
         }
         other => panic!("expected a Connect error, got {:?}", other.map(|_| ())),
     }

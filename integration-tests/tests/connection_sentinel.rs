@@ -41,7 +41,15 @@ impl Drop for Deployment {
 fn server(args: &[&str], dir: &std::path::Path) -> Result<Child> {
     Command::new("redis-server")
         .args(args)
-        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir"])
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+        ])
         .arg(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -53,10 +61,8 @@ fn server(args: &[&str], dir: &std::path::Path) -> Result<Child> {
 
 impl Deployment {
     async fn start() -> Result<Self> {
-        let dir = std::env::temp_dir().join(format!(
-            "bullmq-sentinel-{}",
-            common::unique_queue("s")
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("bullmq-sentinel-{}", common::unique_queue("s")));
         std::fs::create_dir_all(&dir)?;
         let mut deployment = Self {
             dir: dir.clone(),
@@ -86,11 +92,15 @@ impl Deployment {
             .context("starting redis-server --sentinel")?;
         deployment.children.push(sentinel);
         for port in [PRIMARY, SENTINEL] {
-            eventually("a server listens", Duration::from_secs(15), move || async move {
-                tokio::net::TcpStream::connect(("127.0.0.1", port))
-                    .await
-                    .is_ok()
-            })
+            eventually(
+                "a server listens",
+                Duration::from_secs(15),
+                move || async move {
+                    tokio::net::TcpStream::connect(("127.0.0.1", port))
+                        .await
+                        .is_ok()
+                },
+            )
             .await?;
         }
         Ok(deployment)
@@ -117,7 +127,9 @@ async fn a_sentinel_url_connects_to_the_monitored_primary() -> Result<()> {
     let config = ConnectionConfig::from_url(&url)?;
     assert!(matches!(config.topology, Topology::Sentinel { .. }));
     let client = config.connect(None).await?;
-    let _: () = client.set("bullmq-sentinel-test", "via sentinel", None, None, false).await?;
+    let _: () = client
+        .set("bullmq-sentinel-test", "via sentinel", None, None, false)
+        .await?;
     client.quit().await?;
 
     // The write reached the primary, in database 3.
@@ -147,7 +159,10 @@ async fn a_sentinel_url_connects_to_the_monitored_primary() -> Result<()> {
                 assert!(target.starts_with("sentinel service"), "{target}");
                 assert!(!target.contains(SENTINEL_PASSWORD), "{target}");
             }
-            other => panic!("{url}: expected a Connect error, got {:?}", other.map(|_| ())),
+            other => panic!(
+                "{url}: expected a Connect error, got {:?}",
+                other.map(|_| ())
+            ),
         }
     }
     drop(deployment);

@@ -143,18 +143,27 @@ async fn a_queue_and_a_worker_run_over_tls_with_a_private_ca() -> Result<()> {
     let name = common::unique_queue("tls");
     let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
     let added = queue.add("over-tls", json!({"returnValue": 42})).await?;
-    let args = WorkerArgs::connect(&config, &name, worker_common::scripted, WorkerOptions::new())
-        .await?;
+    let args = WorkerArgs::connect(
+        &config,
+        &name,
+        worker_common::scripted,
+        WorkerOptions::new(),
+    )
+    .await?;
     let worker = Worker::spawn(args).await?;
-    eventually("the job completed over TLS", Duration::from_secs(30), || {
-        let queue = queue.clone();
-        async move {
-            queue
-                .get_job_counts()
-                .await
-                .is_ok_and(|counts| counts.completed == 1)
-        }
-    })
+    eventually(
+        "the job completed over TLS",
+        Duration::from_secs(30),
+        || {
+            let queue = queue.clone();
+            async move {
+                queue
+                    .get_job_counts()
+                    .await
+                    .is_ok_and(|counts| counts.completed == 1)
+            }
+        },
+    )
     .await?;
     let job = queue.get_job(added.id()).await?.context("the job")?;
     assert_eq!(job.returnvalue(), Some(&json!(42)));
@@ -183,13 +192,19 @@ async fn mutual_tls_connects_with_the_client_certificate_and_is_refused_without(
         pki.client_cert().display(),
         pki.client_key().display()
     ));
-    ping(&ConnectionConfig::from_url(&url)?).await?.quit().await?;
+    ping(&ConnectionConfig::from_url(&url)?)
+        .await?
+        .quit()
+        .await?;
 
     let mut without_cert = ConnectionConfig::from_url(&redis.url(""))?.tls_ca_file(pki.ca());
     without_cert.connect_timeout = CONNECT_TIMEOUT;
     let message = refused(&without_cert).await;
     assert!(message.contains("127.0.0.1:6502"), "{message}");
-    assert!(message.contains("requires a client certificate"), "{message}");
+    assert!(
+        message.contains("requires a client certificate"),
+        "{message}"
+    );
     redis.stop().await;
     Ok(())
 }
@@ -231,7 +246,10 @@ async fn the_server_name_is_checked_against_the_certificate() -> Result<()> {
         "?tls_ca={}&tls_server_name=localhost",
         pki.ca().display()
     ));
-    ping(&ConnectionConfig::from_url(&url)?).await?.quit().await?;
+    ping(&ConnectionConfig::from_url(&url)?)
+        .await?
+        .quit()
+        .await?;
 
     let mut other_name = ConnectionConfig::from_url(&redis.url(""))?
         .tls_ca_file(pki.ca())
@@ -252,7 +270,10 @@ async fn only_the_insecure_option_accepts_a_server_of_an_unknown_ca() -> Result<
     let redis = TlsRedis::start(&pki, 6505, false).await?;
 
     let url = redis.url("?tls_danger_accept_invalid_certs=true");
-    ping(&ConnectionConfig::from_url(&url)?).await?.quit().await?;
+    ping(&ConnectionConfig::from_url(&url)?)
+        .await?
+        .quit()
+        .await?;
     // Also when a wrong CA is configured: the option, not the CA, decides.
     let insecure = ConnectionConfig::from_url(&redis.url(""))?
         .tls_ca_file(pki.other_ca())
@@ -297,7 +318,10 @@ async fn bad_pem_files_are_typed_errors_before_any_connection() -> Result<()> {
         ),
     ];
     for (config, what, path) in cases {
-        for error in [config.check().unwrap_err(), config.connect(None).await.unwrap_err()] {
+        for error in [
+            config.check().unwrap_err(),
+            config.connect(None).await.unwrap_err(),
+        ] {
             match &error {
                 RedisError::TlsFile {
                     what: found,

@@ -52,14 +52,26 @@ fn the_help_lists_every_url_form() {
 #[test]
 fn bad_urls_are_refused_in_one_line_without_the_password() {
     let cases = [
-        ("redis://u:hunter2@127.0.0.1:1?node=127.0.0.1:2", "redis-cluster://"),
+        (
+            "redis://u:hunter2@127.0.0.1:1?node=127.0.0.1:2",
+            "redis-cluster://",
+        ),
         (
             "redis-sentinel://u:hunter2@127.0.0.1:1?sentinelPassword=hunter2",
             "sentinel service name",
         ),
-        ("rediss://u:hunter2@127.0.0.1:1?tls_ca=/nonexistent/ca.pem", "/nonexistent/ca.pem"),
-        ("redis://u:hunter2@127.0.0.1:1?tls_ca=/ca.pem", "not a TLS one"),
-        ("rediss://u:hunter2@127.0.0.1:1?tls_ca_file=/ca.pem", "tls_ca_file"),
+        (
+            "rediss://u:hunter2@127.0.0.1:1?tls_ca=/nonexistent/ca.pem",
+            "/nonexistent/ca.pem",
+        ),
+        (
+            "redis://u:hunter2@127.0.0.1:1?tls_ca=/ca.pem",
+            "not a TLS one",
+        ),
+        (
+            "rediss://u:hunter2@127.0.0.1:1?tls_ca_file=/ca.pem",
+            "tls_ca_file",
+        ),
     ];
     for (url, mentions) in cases {
         let started = Instant::now();
@@ -72,9 +84,16 @@ fn bad_urls_are_refused_in_one_line_without_the_password() {
             "{url}: {} lacks {mentions:?}",
             lines[0]
         );
-        assert!(!stderr.contains("hunter2"), "{url}: password shown: {stderr}");
+        assert!(
+            !stderr.contains("hunter2"),
+            "{url}: password shown: {stderr}"
+        );
         assert!(stdout.is_empty(), "{url}: {stdout}");
-        assert!(started.elapsed() < GUARD, "{url}: took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < GUARD,
+            "{url}: took {:?}",
+            started.elapsed()
+        );
     }
 }
 
@@ -89,22 +108,67 @@ fn make_pki(dir: &Path) -> bool {
             .status()
             .is_ok_and(|s| s.success())
     };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
     std::fs::write(
         dir.join("server.ext"),
         "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
     )
     .expect("write the extensions");
-    run(&[&["req", "-x509"][..], &ec, &["-days", "2", "-subj", "/CN=cli test CA",
-        "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        "-keyout", "ca.key", "-out", "ca.pem"]]
+    run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &[
+            "-days",
+            "2",
+            "-subj",
+            "/CN=cli test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ],
+    ]
     .concat())
-        && run(&[&["req"][..], &ec, &["-subj", "/CN=cli test server", "-keyout", "server.key",
-            "-out", "server.csr"]]
+        && run(&[
+            &["req"][..],
+            &ec,
+            &[
+                "-subj",
+                "/CN=cli test server",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+            ],
+        ]
         .concat())
-        && run(&["x509", "-req", "-in", "server.csr", "-days", "2", "-CA", "ca.pem", "-CAkey",
-            "ca.key", "-CAcreateserial", "-extfile", "server.ext", "-out", "server.pem"])
+        && run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-days",
+            "2",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ])
 }
 
 /// The TLS server, killed by its handle (its PID) when dropped.
@@ -119,8 +183,7 @@ impl Drop for Server {
 
 #[test]
 fn stats_runs_over_tls_with_the_ca_in_the_url() {
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("bullmq-cli-tls-{}", std::process::id()));
+    let dir: PathBuf = std::env::temp_dir().join(format!("bullmq-cli-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     if !make_pki(&dir) {
         eprintln!("SKIPPING stats_runs_over_tls_with_the_ca_in_the_url: no working openssl");
@@ -129,8 +192,22 @@ fn stats_runs_over_tls_with_the_ca_in_the_url() {
     }
     let port = 6510;
     let spawned = Command::new("redis-server")
-        .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no", "--tls-auth-clients", "no"])
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--tls-auth-clients",
+            "no",
+        ])
         .arg("--tls-cert-file")
         .arg(dir.join("server.pem"))
         .arg("--tls-key-file")

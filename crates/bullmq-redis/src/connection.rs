@@ -320,14 +320,17 @@ impl ConnectionConfig {
             .tls
             .then(|| self.tls_options.server_name.clone())
             .flatten();
-        let server = |node: &Node| Server::new_with_tls(node.host.clone(), node.port, server_name.clone());
+        let server =
+            |node: &Node| Server::new_with_tls(node.host.clone(), node.port, server_name.clone());
         let server = match &self.topology {
             Topology::Single => ServerConfig::Centralized {
                 server: server(&Node::new(self.host.clone(), self.port)),
             },
             Topology::Cluster { nodes } => {
                 if nodes.is_empty() {
-                    return Err(RedisError::Config("a cluster needs at least one node".into()));
+                    return Err(RedisError::Config(
+                        "a cluster needs at least one node".into(),
+                    ));
                 }
                 if self.db != 0 {
                     return Err(RedisError::Config(format!(

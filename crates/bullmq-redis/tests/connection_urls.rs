@@ -16,7 +16,10 @@ fn config_error(url: &str) -> String {
 fn a_single_server_url_keeps_every_part() {
     let config = ConnectionConfig::from_url("redis://al:s3cret@cache.internal:6390/4").unwrap();
     assert_eq!(config.topology, Topology::Single);
-    assert_eq!((config.host.as_str(), config.port, config.db), ("cache.internal", 6390, 4));
+    assert_eq!(
+        (config.host.as_str(), config.port, config.db),
+        ("cache.internal", 6390, 4)
+    );
     assert_eq!(config.username.as_deref(), Some("al"));
     assert_eq!(config.password.as_deref(), Some("s3cret"));
     assert!(!config.tls);
@@ -31,7 +34,12 @@ fn a_single_server_url_keeps_every_part() {
 
 #[test]
 fn a_cluster_url_lists_its_seed_nodes_in_order() {
-    for scheme in ["redis-cluster", "valkey-cluster", "rediss-cluster", "valkeys-cluster"] {
+    for scheme in [
+        "redis-cluster",
+        "valkey-cluster",
+        "rediss-cluster",
+        "valkeys-cluster",
+    ] {
         let url = format!("{scheme}://u:pw@10.0.0.1:7000?node=10.0.0.2:7001&node=10.0.0.3:7002");
         let config = ConnectionConfig::from_url(&url).unwrap();
         assert_eq!(
@@ -45,7 +53,11 @@ fn a_cluster_url_lists_its_seed_nodes_in_order() {
             },
             "{url}"
         );
-        assert_eq!(config.tls, scheme.starts_with("rediss") || scheme.starts_with("valkeys"), "{url}");
+        assert_eq!(
+            config.tls,
+            scheme.starts_with("rediss") || scheme.starts_with("valkeys"),
+            "{url}"
+        );
         assert_eq!((config.host.as_str(), config.port), ("10.0.0.1", 7000));
         assert_eq!(config.password.as_deref(), Some("pw"));
         assert_eq!(
@@ -54,7 +66,12 @@ fn a_cluster_url_lists_its_seed_nodes_in_order() {
         );
     }
     let one = ConnectionConfig::from_url("redis-cluster://h:7000").unwrap();
-    assert_eq!(one.topology, Topology::Cluster { nodes: vec![Node::new("h", 7000)] });
+    assert_eq!(
+        one.topology,
+        Topology::Cluster {
+            nodes: vec![Node::new("h", 7000)]
+        }
+    );
     assert!(ConnectionConfig::from_url("redis-cluster://h:7000/0").is_ok());
 }
 
@@ -76,9 +93,15 @@ fn a_sentinel_url_names_the_service_and_the_sentinels() {
     assert_eq!(config.db, 2);
     assert_eq!(config.username.as_deref(), Some("app"));
     assert_eq!(config.password.as_deref(), Some("dbpw"));
-    assert_eq!(config.target(), "sentinel service `mymaster` at s1:26380,s2:26381");
+    assert_eq!(
+        config.target(),
+        "sentinel service `mymaster` at s1:26380,s2:26381"
+    );
     let debug = format!("{config:?}");
-    assert!(!debug.contains("dbpw") && !debug.contains("sentpw"), "{debug}");
+    assert!(
+        !debug.contains("dbpw") && !debug.contains("sentpw"),
+        "{debug}"
+    );
 
     let default_port =
         ConnectionConfig::from_url("valkey-sentinel://s1?sentinelServiceName=m").unwrap();
@@ -128,7 +151,11 @@ fn builders_set_the_topology_and_turn_tls_on() {
         .tls_server_name("localhost");
     assert!(tls.tls);
     assert_eq!(tls.tls_options.key_file, Some(PathBuf::from("k.pem")));
-    assert!(ConnectionConfig::default().danger_accept_invalid_certs().tls);
+    assert!(
+        ConnectionConfig::default()
+            .danger_accept_invalid_certs()
+            .tls
+    );
     assert!(!ConnectionConfig::default().tls);
 }
 
@@ -136,12 +163,18 @@ fn builders_set_the_topology_and_turn_tls_on() {
 fn bad_urls_name_the_problem_without_the_password() {
     let cases = [
         ("redis://u:hunter2@h:1?node=h2:2", "redis-cluster://"),
-        ("redis://u:hunter2@h:1?sentinelServiceName=m", "redis-sentinel://"),
+        (
+            "redis://u:hunter2@h:1?sentinelServiceName=m",
+            "redis-sentinel://",
+        ),
         ("redis-sentinel://u:hunter2@h:1", "sentinel service name"),
         ("redis-cluster://u:hunter2@h:1/3", "database 0 only"),
         ("redis-cluster://u:hunter2@h:1?node=h2", "h2"),
         ("redis://u:hunter2@h:1?tls_ca=/ca.pem", "not a TLS one"),
-        ("rediss://u:hunter2@h:1?tls_ca_file=/ca.pem", "unknown query parameter `tls_ca_file`"),
+        (
+            "rediss://u:hunter2@h:1?tls_ca_file=/ca.pem",
+            "unknown query parameter `tls_ca_file`",
+        ),
         ("redis://u:hunter2@h:99999", "not a valid URL"),
         ("redis://u:hunter2@:1", "not a valid URL"),
         (
@@ -155,9 +188,16 @@ fn bad_urls_name_the_problem_without_the_password() {
             message.to_lowercase().contains(&expected.to_lowercase()),
             "{url}: {message}"
         );
-        assert!(!message.contains("hunter2"), "{url}: password shown in {message}");
+        assert!(
+            !message.contains("hunter2"),
+            "{url}: password shown in {message}"
+        );
     }
-    for url in ["redis-shard://h:1", "redis+unix:///tmp/r.sock", "rediss-cluste://h"] {
+    for url in [
+        "redis-shard://h:1",
+        "redis+unix:///tmp/r.sock",
+        "rediss-cluste://h",
+    ] {
         assert!(
             matches!(
                 ConnectionConfig::from_url(url),

@@ -36,10 +36,7 @@ impl Pki {
     }
 
     pub fn make(tag: &str) -> Result<Self> {
-        let dir = std::env::temp_dir().join(format!(
-            "bullmq-tls-{tag}-{}",
-            unique()
-        ));
+        let dir = std::env::temp_dir().join(format!("bullmq-tls-{tag}-{}", unique()));
         std::fs::create_dir_all(&dir)?;
         let pki = Self { dir };
         pki.self_signed_ca("ca")?;
@@ -58,11 +55,25 @@ impl Pki {
         openssl(
             &self.dir,
             &[
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                "-nodes", "-days", "2", "-subj", &format!("/CN=bullmq test {name}"),
-                "-addext", "basicConstraints=critical,CA:TRUE",
-                "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-                "-keyout", &format!("{name}.key"), "-out", &format!("{name}.pem"),
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN=bullmq test {name}"),
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.pem"),
             ],
         )
     }
@@ -76,17 +87,38 @@ impl Pki {
         openssl(
             &self.dir,
             &[
-                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-subj", &format!("/CN=bullmq test {name}"),
-                "-keyout", &format!("{name}.key"), "-out", &format!("{name}.csr"),
+                "req",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-subj",
+                &format!("/CN=bullmq test {name}"),
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.csr"),
             ],
         )?;
         openssl(
             &self.dir,
             &[
-                "x509", "-req", "-in", &format!("{name}.csr"), "-days", "2",
-                "-CA", &format!("{ca}.pem"), "-CAkey", &format!("{ca}.key"), "-CAcreateserial",
-                "-extfile", &ext, "-out", &format!("{name}.pem"),
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-days",
+                "2",
+                "-CA",
+                &format!("{ca}.pem"),
+                "-CAkey",
+                &format!("{ca}.key"),
+                "-CAcreateserial",
+                "-extfile",
+                &ext,
+                "-out",
+                &format!("{name}.pem"),
             ],
         )
     }
@@ -118,5 +150,9 @@ fn openssl(dir: &Path, args: &[&str]) -> Result<()> {
 fn unique() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
 }

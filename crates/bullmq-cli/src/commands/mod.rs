@@ -93,7 +93,9 @@ mod tests {
         assert_eq!(redact_password("redis://h:1"), "redis://h:1");
         assert_eq!(redact_password("redis://user@h:1"), "redis://user@h:1");
         assert_eq!(
-            redact_password("redis-sentinel://u:pw@h?sentinelServiceName=m&sentinelPassword=sp&node=x:1"),
+            redact_password(
+                "redis-sentinel://u:pw@h?sentinelServiceName=m&sentinelPassword=sp&node=x:1"
+            ),
             "redis-sentinel://u:***@h?sentinelServiceName=m&sentinelPassword=***&node=x:1"
         );
         // An `@` in a query value (a path) is not a user part.

@@ -223,7 +223,10 @@ mod tests {
         assert_eq!(scheme_kind("redis"), Some((false, Kind::Single)));
         assert_eq!(scheme_kind("VALKEYS"), Some((true, Kind::Single)));
         assert_eq!(scheme_kind("rediss-cluster"), Some((true, Kind::Cluster)));
-        assert_eq!(scheme_kind("valkey-sentinel"), Some((false, Kind::Sentinel)));
+        assert_eq!(
+            scheme_kind("valkey-sentinel"),
+            Some((false, Kind::Sentinel))
+        );
         assert_eq!(scheme_kind("redis-shard"), None);
         assert_eq!(scheme_kind("http"), None);
         assert_eq!(scheme_kind("redis+unix"), None);
