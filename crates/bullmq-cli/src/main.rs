@@ -28,7 +28,24 @@ struct Cli {
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 struct GlobalArgs {
-    /// Redis to connect to (`redis://[user:pass@]host:port/db`, `rediss://` for TLS).
+    /// Redis to connect to: redis://[user:pass@]host:port/db (rediss:// for TLS), a cluster or
+    /// Sentinel (--help lists every form)
+    ///
+    /// One server: redis://[user:pass@]host[:port][/db]
+    ///
+    /// A cluster, from seed nodes: redis-cluster://[user:pass@]host:port?node=host2:port2&node=...
+    ///
+    /// A primary behind Sentinel:
+    /// redis-sentinel://[user:pass@]host[:port][/db]?sentinelServiceName=NAME&node=host2:port2
+    /// (host and nodes are Sentinels, default port 26379; sentinelUsername=U&sentinelPassword=P
+    /// for their own credentials)
+    ///
+    /// TLS: rediss://, rediss-cluster://, rediss-sentinel://, taking the query parameters
+    /// tls_ca=CA.pem (trust this CA instead of the system's), tls_cert=CERT.pem&tls_key=KEY.pem
+    /// (a client certificate), tls_server_name=NAME (check the certificate against NAME) and
+    /// tls_danger_accept_invalid_certs=true (INSECURE: accept any certificate)
+    ///
+    /// valkey may replace redis in every scheme.
     #[arg(
         long,
         env = "REDIS_URL",

@@ -1,19 +1,43 @@
 //! Connection configuration and client construction.
 
+use std::fmt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use fred::interfaces::ClientInterface;
 use fred::prelude::{
-    Builder, Client, ClientLike, Config, EventInterface, ReconnectPolicy, ServerConfig, TlsConfig,
+    Builder, Client, ClientLike, Config, EventInterface, ReconnectPolicy, ServerConfig,
 };
+use fred::types::config::{ClusterDiscoveryPolicy, Server};
 use fred::types::ClientUnblockFlag;
 
 use crate::error::{RedisError, Result};
 
-/// URL schemes [`ConnectionConfig::from_url`] accepts: plain and TLS, under Redis' and Valkey's
-/// names (the TLS ones end in `s`).
-pub const ACCEPTED_SCHEMES: [&str; 4] = ["redis://", "rediss://", "valkey://", "valkeys://"];
+mod tls;
+mod topology;
+mod url;
+
+pub use tls::TlsOptions;
+pub use topology::{Node, Topology};
+
+/// URL schemes [`ConnectionConfig::from_url`] accepts, under Redis' and Valkey's names: one
+/// server, a cluster (`-cluster`) or a primary behind Sentinel (`-sentinel`); the TLS ones have
+/// `s` after the name (`rediss`, `valkeys`).
+pub const ACCEPTED_SCHEMES: [&str; 12] = [
+    "redis://",
+    "rediss://",
+    "redis-cluster://",
+    "rediss-cluster://",
+    "redis-sentinel://",
+    "rediss-sentinel://",
+    "valkey://",
+    "valkeys://",
+    "valkey-cluster://",
+    "valkeys-cluster://",
+    "valkey-sentinel://",
+    "valkeys-sentinel://",
+];
 
 /// How long closing one connection may take: a `QUIT` sent while the client is reconnecting
 /// waits for a connection that may never come.
@@ -21,34 +45,69 @@ const QUIT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where and how to connect to Redis.
 ///
-/// Built from a URL (`redis://[user:pass@]host:port/db`, `rediss://` for TLS; see
-/// [`ACCEPTED_SCHEMES`]) or field by field.
+/// Built from a URL (see [`ConnectionConfig::from_url`] for every form) or from
+/// [`ConnectionConfig::default`] with the builder methods ([`ConnectionConfig::cluster`],
+/// [`ConnectionConfig::sentinel`], [`ConnectionConfig::tls_ca_file`], ...) or field by field.
 ///
 /// ```
-/// use bullmq_redis::ConnectionConfig;
+/// use bullmq_redis::{ConnectionConfig, Node, Topology};
 /// let config = ConnectionConfig::from_url("redis://127.0.0.1:6379/2").unwrap();
 /// assert_eq!(config.db, 2);
+///
+/// let cluster = ConnectionConfig::default().cluster([("10.0.0.1", 7000), ("10.0.0.2", 7000)]);
+/// assert_eq!(
+///     cluster.topology,
+///     Topology::Cluster { nodes: vec![Node::new("10.0.0.1", 7000), Node::new("10.0.0.2", 7000)] }
+/// );
+///
+/// let tls = ConnectionConfig::default().tls_ca_file("/etc/redis/ca.pem");
+/// assert!(tls.tls);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConnectionConfig {
-    /// Host name or IP (default `127.0.0.1`).
+    /// Host name or IP (default `127.0.0.1`). With a cluster or Sentinel topology, the first
+    /// node's (the nodes are in [`ConnectionConfig::topology`]).
     pub host: String,
-    /// TCP port (default 6379).
+    /// TCP port (default 6379). With a cluster or Sentinel topology, the first node's.
     pub port: u16,
-    /// Database index (default 0).
+    /// Database index (default 0; a cluster has database 0 only).
     pub db: u8,
-    /// ACL user name.
+    /// ACL user name (of the data servers; Sentinel nodes have their own in [`Topology`]).
     pub username: Option<String>,
-    /// Password.
+    /// Password (of the data servers).
     pub password: Option<String>,
-    /// Connect with TLS (`rediss://`).
+    /// Connect with TLS (`rediss://` and the other TLS schemes); how is in
+    /// [`ConnectionConfig::tls_options`].
     pub tls: bool,
+    /// CA, client certificate, server name and verification of TLS connections (used only when
+    /// [`ConnectionConfig::tls`] is on).
+    pub tls_options: TlsOptions,
+    /// One server, a cluster, or Sentinel (default one server).
+    pub topology: Topology,
     /// How long the first connection may take before [`RedisError::Connect`] (default 5 s).
     pub connect_timeout: Duration,
     /// Timeout of a single command, `Duration::ZERO` for none (default none: blocking commands
     /// carry their own timeouts).
     pub command_timeout: Duration,
+}
+
+// By hand, so that the password never lands in a log line.
+impl fmt::Debug for ConnectionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("db", &self.db)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("tls", &self.tls)
+            .field("tls_options", &self.tls_options)
+            .field("topology", &self.topology)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .finish()
+    }
 }
 
 impl Default for ConnectionConfig {
@@ -60,6 +119,8 @@ impl Default for ConnectionConfig {
             username: None,
             password: None,
             tls: false,
+            tls_options: TlsOptions::default(),
+            topology: Topology::Single,
             connect_timeout: Duration::from_secs(5),
             command_timeout: Duration::ZERO,
         }
@@ -67,49 +128,57 @@ impl Default for ConnectionConfig {
 }
 
 impl ConnectionConfig {
-    /// Parses a `redis://` or `rediss://` URL (or Valkey's `valkey://` / `valkeys://`).
+    /// Parses a connection URL. The forms (the ones fred reads, plus our TLS parameters):
+    ///
+    /// ```text
+    /// redis://[[user]:password@]host[:port][/db]                 one server (port 6379)
+    /// rediss://...                                               the same over TLS
+    /// redis-cluster://[[user]:password@]host:port[?node=host2:port2&node=...]
+    ///                                                            a cluster, from seed nodes
+    /// redis-sentinel://[[user]:password@]host[:port][/db]?sentinelServiceName=NAME
+    ///     [&node=host2:port2...][&sentinelUsername=U][&sentinelPassword=P]
+    ///                                                            a primary behind Sentinel
+    ///                                                            (host, port 26379, and the
+    ///                                                            nodes are Sentinels)
+    /// ```
+    ///
+    /// `rediss-cluster://` and `rediss-sentinel://` are the TLS forms, and `valkey` may replace
+    /// `redis` in every scheme (see [`ACCEPTED_SCHEMES`]). TLS schemes take these query
+    /// parameters (see [`TlsOptions`]):
+    ///
+    /// | parameter | meaning |
+    /// |---|---|
+    /// | `tls_ca=/path/ca.pem` | trust this CA (PEM) instead of the platform roots |
+    /// | `tls_cert=/path/client.pem&tls_key=/path/client.key` | present a client certificate (mutual TLS) |
+    /// | `tls_server_name=NAME` | SNI and certificate check against `NAME` instead of the host |
+    /// | `tls_danger_accept_invalid_certs=true` | **insecure**: accept any server certificate |
+    ///
+    /// Percent-encode what a URL cannot hold as is (`/` in a path is fine).
     ///
     /// ```
-    /// use bullmq_redis::{ConnectionConfig, RedisError};
+    /// use bullmq_redis::{ConnectionConfig, RedisError, Topology};
     /// let error = ConnectionConfig::from_url("http://127.0.0.1:6379").unwrap_err();
     /// assert!(matches!(error, RedisError::UnsupportedScheme { .. }));
     /// assert!(error.to_string().contains("rediss://"));
+    ///
+    /// let sentinel = ConnectionConfig::from_url(
+    ///     "redis-sentinel://10.0.0.5:26379/1?sentinelServiceName=mymaster&node=10.0.0.6:26379",
+    /// )
+    /// .unwrap();
+    /// assert!(matches!(sentinel.topology, Topology::Sentinel { .. }));
+    /// assert_eq!(sentinel.db, 1);
     /// ```
     ///
     /// # Errors
     ///
     /// [`RedisError::UnsupportedScheme`] when the URL does not start with one of
-    /// [`ACCEPTED_SCHEMES`], [`RedisError::Config`] when it is not a valid single-server URL.
+    /// [`ACCEPTED_SCHEMES`], [`RedisError::Config`] (naming the problem, never the password)
+    /// when it is not a valid URL of its form: a bad host or port, `node=` on a single-server
+    /// scheme, a Sentinel URL without `sentinelServiceName`, a database on a cluster, a TLS
+    /// parameter on a plain scheme, or an unknown query parameter. The TLS files are read at
+    /// connect time (or by [`ConnectionConfig::check`]).
     pub fn from_url(url: &str) -> Result<Self> {
-        let scheme = url.split_once("://").map(|(scheme, _)| scheme);
-        let tls = match scheme.map(str::to_ascii_lowercase).as_deref() {
-            Some("redis" | "valkey") => false,
-            Some("rediss" | "valkeys") => true,
-            _ => {
-                // Only the scheme is quoted: the rest of the URL may hold a password.
-                let scheme = scheme.unwrap_or("").to_owned();
-                return Err(RedisError::UnsupportedScheme { scheme });
-            }
-        };
-        let parsed =
-            Config::from_url(url).map_err(|e| RedisError::Config(format!("{url}: {e}")))?;
-        let (host, port) = match &parsed.server {
-            ServerConfig::Centralized { server } => (server.host.to_string(), server.port),
-            _ => {
-                return Err(RedisError::Config(format!(
-                    "{url}: only a single server URL is supported"
-                )))
-            }
-        };
-        Ok(Self {
-            host,
-            port,
-            db: parsed.database.unwrap_or(0),
-            username: parsed.username.clone(),
-            password: parsed.password.clone(),
-            tls,
-            ..Self::default()
-        })
+        url::parse(url)
     }
 
     /// `REDIS_URL` from the environment, or `redis://127.0.0.1:6379`.
@@ -124,26 +193,194 @@ impl ConnectionConfig {
         }
     }
 
-    /// `host:port`, for messages.
+    /// A cluster reached through `nodes` (seed nodes: one reachable member is enough).
+    /// [`ConnectionConfig::host`] and [`ConnectionConfig::port`] become the first node's.
+    #[must_use]
+    pub fn cluster<N: Into<Node>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        let nodes: Vec<Node> = nodes.into_iter().map(Into::into).collect();
+        self.set_first_node(&nodes);
+        self.topology = Topology::Cluster { nodes };
+        self
+    }
+
+    /// The primary the Sentinel `nodes` know as `service_name`. The Sentinels have no
+    /// credentials unless [`ConnectionConfig::sentinel_credentials`] gives some.
+    #[must_use]
+    pub fn sentinel<N: Into<Node>>(
+        mut self,
+        service_name: impl Into<String>,
+        nodes: impl IntoIterator<Item = N>,
+    ) -> Self {
+        let nodes: Vec<Node> = nodes.into_iter().map(Into::into).collect();
+        self.set_first_node(&nodes);
+        self.topology = Topology::Sentinel {
+            service_name: service_name.into(),
+            nodes,
+            username: None,
+            password: None,
+        };
+        self
+    }
+
+    /// User name and password of the Sentinel nodes (not of the primary: those are
+    /// [`ConnectionConfig::username`] and [`ConnectionConfig::password`]). Does nothing unless
+    /// the topology is Sentinel.
+    #[must_use]
+    pub fn sentinel_credentials(
+        mut self,
+        username: Option<String>,
+        password: Option<String>,
+    ) -> Self {
+        if let Topology::Sentinel {
+            username: u,
+            password: p,
+            ..
+        } = &mut self.topology
+        {
+            *u = username;
+            *p = password;
+        }
+        self
+    }
+
+    /// Turns TLS on and trusts the CA certificate(s) in the PEM file `path` instead of the
+    /// platform roots.
+    #[must_use]
+    pub fn tls_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls = true;
+        self.tls_options.ca_file = Some(path.into());
+        self
+    }
+
+    /// Turns TLS on and presents the client certificate (chain) in PEM file `cert` with the
+    /// private key in PEM file `key` (mutual TLS).
+    #[must_use]
+    pub fn tls_client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.tls = true;
+        self.tls_options.cert_file = Some(cert.into());
+        self.tls_options.key_file = Some(key.into());
+        self
+    }
+
+    /// Turns TLS on and checks the server's certificate against `name` (also sent as SNI)
+    /// instead of the host connected to.
+    #[must_use]
+    pub fn tls_server_name(mut self, name: impl Into<String>) -> Self {
+        self.tls = true;
+        self.tls_options.server_name = Some(name.into());
+        self
+    }
+
+    /// **Insecure.** Turns TLS on and accepts any server certificate: the traffic is
+    /// encrypted, but whoever answers is trusted. For test setups only.
+    #[must_use]
+    pub fn danger_accept_invalid_certs(mut self) -> Self {
+        self.tls = true;
+        self.tls_options.danger_accept_invalid_certs = true;
+        self
+    }
+
+    /// Where the connection goes, for messages: `host:port` for one server,
+    /// `cluster a:1,b:2` or `sentinel NAME at a:1,b:2` otherwise.
     pub fn target(&self) -> String {
-        format!("{}:{}", self.host, self.port)
+        match &self.topology {
+            Topology::Single => format!("{}:{}", self.host, self.port),
+            Topology::Cluster { nodes } => format!("cluster {}", topology::node_list(nodes)),
+            Topology::Sentinel {
+                service_name,
+                nodes,
+                ..
+            } => format!(
+                "sentinel service `{service_name}` at {}",
+                topology::node_list(nodes)
+            ),
+        }
+    }
+
+    /// Checks the configuration without connecting: the topology is complete and the TLS files
+    /// can be read and parsed.
+    ///
+    /// # Errors
+    ///
+    /// [`RedisError::Config`] or [`RedisError::TlsFile`], as [`ConnectionConfig::connect`]
+    /// would return them.
+    pub fn check(&self) -> Result<()> {
+        self.fred_config().map(|_| ())
+    }
+
+    fn set_first_node(&mut self, nodes: &[Node]) {
+        if let Some(first) = nodes.first() {
+            self.host = first.host.clone();
+            self.port = first.port;
+        }
     }
 
     fn fred_config(&self) -> Result<Config> {
-        let mut config = Config {
-            server: ServerConfig::new_centralized(self.host.clone(), self.port),
+        let server_name = self
+            .tls
+            .then(|| self.tls_options.server_name.clone())
+            .flatten();
+        let server =
+            |node: &Node| Server::new_with_tls(node.host.clone(), node.port, server_name.clone());
+        let server = match &self.topology {
+            Topology::Single => ServerConfig::Centralized {
+                server: server(&Node::new(self.host.clone(), self.port)),
+            },
+            Topology::Cluster { nodes } => {
+                if nodes.is_empty() {
+                    return Err(RedisError::Config(
+                        "a cluster needs at least one node".into(),
+                    ));
+                }
+                if self.db != 0 {
+                    return Err(RedisError::Config(format!(
+                        "a Redis Cluster has database 0 only, not {}",
+                        self.db
+                    )));
+                }
+                ServerConfig::Clustered {
+                    hosts: nodes.iter().map(server).collect(),
+                    policy: ClusterDiscoveryPolicy::default(),
+                }
+            }
+            Topology::Sentinel {
+                service_name,
+                nodes,
+                username,
+                password,
+            } => {
+                if nodes.is_empty() {
+                    return Err(RedisError::Config(
+                        "Sentinel needs at least one Sentinel node".into(),
+                    ));
+                }
+                if service_name.is_empty() {
+                    return Err(RedisError::Config(
+                        "Sentinel needs the service name of the primary".into(),
+                    ));
+                }
+                ServerConfig::Sentinel {
+                    hosts: nodes.iter().map(server).collect(),
+                    service_name: service_name.clone(),
+                    username: username.clone(),
+                    password: password.clone(),
+                }
+            }
+        };
+        let tls = if self.tls {
+            Some(self.tls_options.fred_tls()?)
+        } else {
+            None
+        };
+        Ok(Config {
+            server,
             database: (self.db != 0).then_some(self.db),
             username: self.username.clone(),
             password: self.password.clone(),
             fail_fast: true,
+            tls,
             ..Config::default()
-        };
-        if self.tls {
-            let connector = fred::types::config::TlsConnector::default_rustls()
-                .map_err(|e| RedisError::Config(format!("TLS: {e}")))?;
-            config.tls = Some(TlsConfig::from(connector));
-        }
-        Ok(config)
+        })
     }
 
     /// Connects a new client. When `client_name` is given the connection is named with
@@ -199,6 +436,11 @@ impl ConnectionConfig {
             // background, so the caller gets its error when the connect timeout says so.
             let abandoned = client.clone();
             tokio::spawn(async move { quit_within(&abandoned, QUIT_TIMEOUT).await });
+            let source = if self.tls {
+                explain_tls_failure(source)
+            } else {
+                source
+            };
             return Err(RedisError::Connect {
                 target: self.target(),
                 source,
@@ -220,6 +462,33 @@ impl ConnectionConfig {
         }
         Ok(client)
     }
+}
+
+/// A failed TLS handshake reaches us as an I/O error around rustls' reason
+/// (`InvalidCertificate(UnknownIssuer)`); say what it means and which setting fixes it, and
+/// keep the original text for the details.
+fn explain_tls_failure(error: fred::error::Error) -> fred::error::Error {
+    let detail = error.details();
+    let hint = if detail.contains("UnknownIssuer") || detail.contains("BadSignature") {
+        "the server's certificate is not signed by a trusted CA (give its CA with tls_ca / \
+         TlsOptions::ca_file)"
+    } else if detail.contains("NotValidForName") {
+        "the server's certificate does not name the host connected to (connect by a name it \
+         holds, or set tls_server_name / TlsOptions::server_name)"
+    } else if detail.contains("CertificateRequired") {
+        "the server requires a client certificate (set tls_cert and tls_key / \
+         TlsOptions::cert_file and key_file)"
+    } else if detail.contains("Expired") || detail.contains("NotValidYet") {
+        "the server's certificate is outside its validity period"
+    } else if detail.contains("InvalidCertificate") || detail.contains("AlertReceived") {
+        "the TLS handshake was refused"
+    } else {
+        return error;
+    };
+    fred::error::Error::new(
+        fred::error::ErrorKind::Tls,
+        format!("TLS handshake failed: {hint}: {detail}"),
+    )
 }
 
 /// Sends `QUIT` but gives up after `timeout` (a client still connecting or reconnecting would

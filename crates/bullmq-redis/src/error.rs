@@ -14,6 +14,17 @@ pub enum RedisError {
         /// The scheme found (empty when the URL has none).
         scheme: String,
     },
+    /// A TLS file of [`TlsOptions`](crate::TlsOptions) (CA, client certificate or key) cannot
+    /// be read or holds no usable PEM data. Found before any connection is attempted.
+    #[error("TLS {what} file {}: {problem}", path.display())]
+    TlsFile {
+        /// Which file: `CA`, `client certificate` or `client key`.
+        what: &'static str,
+        /// The file's path as configured.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// Redis could not be reached within the configured timeout.
     #[error("could not connect to Redis at {target}: {source}")]
     Connect {
@@ -43,8 +54,10 @@ fn unsupported_scheme(scheme: &str) -> String {
         format!("unsupported Redis URL scheme `{scheme}://`")
     };
     format!(
-        "{found}: use redis://host:port (plain) or rediss://host:port (TLS); \
-         valkey:// and valkeys:// are accepted too"
+        "{found}: use redis://host:port (plain) or rediss://host:port (TLS), \
+         redis-cluster://host:port?node=host2:port2 (a cluster) or \
+         redis-sentinel://host:port?sentinelServiceName=NAME (Sentinel), with rediss- for TLS; \
+         valkey may replace redis in each"
     )
 }
 

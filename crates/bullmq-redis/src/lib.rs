@@ -14,7 +14,7 @@ pub use backend::{
     RedisBackend, RedisEventPublisher, RedisEventStream, RedisFlowStore, RedisQueueStore,
     RedisWorkerStore,
 };
-pub use connection::{ConnectionConfig, Connections, ACCEPTED_SCHEMES};
+pub use connection::{ConnectionConfig, Connections, Node, TlsOptions, Topology, ACCEPTED_SCHEMES};
 pub use error::{RedisError, Result};
 pub use fred;
 pub use script::Script;

@@ -54,7 +54,11 @@ fn unknown_schemes_are_refused_with_the_accepted_ones() {
 #[test]
 fn accepted_schemes_set_tls() {
     for scheme in bullmq_redis::ACCEPTED_SCHEMES {
-        let url = format!("{scheme}h:1");
+        let url = if scheme.contains("sentinel") {
+            format!("{scheme}h:1?sentinelServiceName=m")
+        } else {
+            format!("{scheme}h:1")
+        };
         assert!(ConnectionConfig::from_url(&url).is_ok(), "{url}");
     }
     let plain = ConnectionConfig::from_url("redis://h:1/3").unwrap();

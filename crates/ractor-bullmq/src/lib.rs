@@ -31,7 +31,9 @@ pub use bullmq_protocol as protocol;
 /// the stored [`JobSchedulerRecord`](scheduler::JobSchedulerRecord) (see
 /// [`Queue::upsert_job_scheduler`]).
 pub use bullmq_protocol::scheduler;
-pub use bullmq_redis::ConnectionConfig;
+/// Where and how to connect: one server, a cluster or Sentinel, and TLS (the nodes of a
+/// topology are [`bullmq_redis::Node`]s).
+pub use bullmq_redis::{ConnectionConfig, TlsOptions, Topology};
 pub use error::QueueError;
 pub use events::{
     QueueEvent, QueueEvents, QueueEventsArgs, QueueEventsError, QueueEventsHandle,

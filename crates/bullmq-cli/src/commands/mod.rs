@@ -76,23 +76,36 @@ pub(crate) fn connection_config(ctx: &Context) -> Result<ConnectionConfig> {
         .with_context(|| format!("bad --redis-url {}", redact_password(&ctx.redis_url)))
 }
 
-/// `url` with the password of its `user:password@` part replaced by `***`, for messages.
+/// `url` with the password of its `user:password@` part, and the value of a
+/// `sentinelPassword=` parameter, replaced by `***`, for messages.
 pub(crate) fn redact_password(url: &str) -> String {
     let authority_start = url.find("://").map_or(0, |i| i + 3);
     let rest = &url[authority_start..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let mut shown = match rest[..authority_end].rfind('@') {
+        Some(at) => match rest[..at].find(':') {
+            Some(colon) => format!(
+                "{}{}:***{}",
+                &url[..authority_start],
+                &rest[..colon],
+                &rest[at..]
+            ),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
     };
-    let Some(colon) = rest[..at].find(':') else {
-        return url.to_owned();
-    };
-    format!(
-        "{}{}:***{}",
-        &url[..authority_start],
-        &rest[..colon],
-        &rest[at..]
-    )
+    if let Some(query_start) = shown.find('?') {
+        let (head, query) = shown.split_at(query_start + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some(("sentinelPassword", _)) => "sentinelPassword=***".to_owned(),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        shown = format!("{head}{}", query.join("&"));
+    }
+    shown
 }
 
 #[cfg(test)]
@@ -123,5 +136,16 @@ mod tests {
         assert_eq!(redact_password("u:secret@h:1"), "u:***@h:1");
         assert_eq!(redact_password("redis://h:1"), "redis://h:1");
         assert_eq!(redact_password("redis://user@h:1"), "redis://user@h:1");
+        assert_eq!(
+            redact_password(
+                "redis-sentinel://u:pw@h?sentinelServiceName=m&sentinelPassword=sp&node=x:1"
+            ),
+            "redis-sentinel://u:***@h?sentinelServiceName=m&sentinelPassword=***&node=x:1"
+        );
+        // An `@` in a query value (a path) is not a user part.
+        assert_eq!(
+            redact_password("rediss://h:1?tls_ca=/a@b:c/ca.pem"),
+            "rediss://h:1?tls_ca=/a@b:c/ca.pem"
+        );
     }
 }
