@@ -1,5 +1,5 @@
-//! Integration tests live in `tests/`; this library only compiles the code of the guides that
-//! are not part of a crate's own documentation (each as a doctest).
+//! Integration tests live in `tests/`; this library only compiles the code of the guides and
+//! recipes under `docs/` (each file as doctests), so every example there compiles as shown.
 
 /// `docs/guides/schedulers.md`.
 #[cfg(doctest)]
@@ -25,3 +25,58 @@ pub struct FlowsGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/guides/operations.md")]
 pub struct OperationsGuide;
+
+/// `docs/guides/getting-started.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/getting-started.md")]
+pub struct GettingStartedGuide;
+
+/// `docs/guides/production.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/production.md")]
+pub struct ProductionGuide;
+
+/// `docs/guides/queue-events.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/queue-events.md")]
+pub struct QueueEventsGuide;
+
+/// `docs/recipes/custom-backoff.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/recipes/custom-backoff.md")]
+pub struct CustomBackoffRecipe;
+
+/// `docs/recipes/graceful-shutdown.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/recipes/graceful-shutdown.md")]
+pub struct GracefulShutdownRecipe;
+
+/// `docs/recipes/node-producer-rust-worker.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/recipes/node-producer-rust-worker.md")]
+pub struct NodeProducerRustWorkerRecipe;
+
+/// `docs/recipes/rate-limited-api.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/recipes/rate-limited-api.md")]
+pub struct RateLimitedApiRecipe;
+
+/// `docs/recipes/wait-for-a-job.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/recipes/wait-for-a-job.md")]
+pub struct WaitForAJobRecipe;
+
+/// `docs/scaling.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/scaling.md")]
+pub struct ScalingDoc;
+
+/// `docs/supervision.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/supervision.md")]
+pub struct SupervisionDoc;
+
+/// `docs/telemetry.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/telemetry.md")]
+pub struct TelemetryDoc;
