@@ -13,9 +13,11 @@
 mod common;
 mod test_redis;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bullmq_redis::fred::prelude::{Client, ClientLike, EventInterface, KeysInterface};
 use common::*;
 use ractor_bullmq::events::ConnectionEvent;
 use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
@@ -244,6 +246,68 @@ async fn a_worker_closed_during_an_outage_leaves_no_connection_behind() -> anyho
         left.is_empty(),
         "connections back after the restart: {left:?}"
     );
+    redis.stop().await?;
+    Ok(())
+}
+
+/// Counts the reconnections of `client`.
+fn count_reconnects(client: &Client) -> Arc<AtomicUsize> {
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    client.on_reconnect(move |_server| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async { Ok(()) }
+    });
+    count
+}
+
+/// A server that hangs without closing the connection (SIGSTOP) for longer than
+/// `unresponsive_timeout`: the client takes the connection for dead, reconnects, and the
+/// command that was waiting is answered on the new connection once the server runs again. The
+/// same hang with the check off is waited out on the same connection (no reconnect), which is
+/// why the check exists: a failover that leaves a half-open socket would otherwise hold every
+/// command forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_connection_is_reconnected_after_the_unresponsive_timeout() -> anyhow::Result<()> {
+    if !TestRedis::available().await {
+        eprintln!("redis-server not found: skipped");
+        return Ok(());
+    }
+    let mut redis = TestRedis::start().await?;
+    let base = ConnectionConfig::from_url(&redis.url())?;
+    let checked = base
+        .clone()
+        .unresponsive_timeout(Some(Duration::from_secs(1)))
+        .connect(None)
+        .await?;
+    let unchecked = base.unresponsive_timeout(None).connect(None).await?;
+    let checked_reconnects = count_reconnects(&checked);
+    let unchecked_reconnects = count_reconnects(&unchecked);
+
+    redis.pause()?;
+    let pending = |client: &Client, key: &'static str| {
+        let client = client.clone();
+        tokio::spawn(async move { client.incr::<i64, _>(key).await })
+    };
+    let checked_incr = pending(&checked, "hung:checked");
+    let unchecked_incr = pending(&unchecked, "hung:unchecked");
+    // Well past the 1 s bound (checked every 250 ms), while the server is stopped.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    redis.resume()?;
+
+    let checked_value = tokio::time::timeout(GUARD, checked_incr).await???;
+    let unchecked_value = tokio::time::timeout(GUARD, unchecked_incr).await???;
+    // At least once: the first INCR may have reached the stopped server's socket buffer
+    // before the client gave up on it, and the retry adds one more.
+    assert!(checked_value >= 1, "{checked_value}");
+    assert_eq!(unchecked_value, 1);
+    assert!(
+        checked_reconnects.load(Ordering::SeqCst) >= 1,
+        "the hung connection was not replaced"
+    );
+    assert_eq!(unchecked_reconnects.load(Ordering::SeqCst), 0);
+    checked.quit().await?;
+    unchecked.quit().await?;
     redis.stop().await?;
     Ok(())
 }

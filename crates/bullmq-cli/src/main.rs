@@ -26,6 +26,8 @@ struct Cli {
 }
 
 /// Options every command takes.
+// The field docs are clap's --help text, where `[user:pass@]` means "optional", not a link.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Clone, Args)]
 struct GlobalArgs {
     /// Redis to connect to: redis://[user:pass@]host:port/db (rediss:// for TLS), a cluster or

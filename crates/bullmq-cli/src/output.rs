@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use serde_json::Value;
 
-/// Whether the user allows colours at all: `NO_COLOR` unset or empty (https://no-color.org).
+/// Whether the user allows colours at all: `NO_COLOR` unset or empty (<https://no-color.org>).
 pub(crate) fn colour_allowed() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

@@ -6,18 +6,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use fred::interfaces::ClientInterface;
-use fred::prelude::{
-    Builder, Client, ClientLike, Config, EventInterface, ReconnectPolicy, ServerConfig,
-};
+use fred::prelude::{Builder, Client, ClientLike, Config, EventInterface, ServerConfig};
 use fred::types::config::{ClusterDiscoveryPolicy, Server};
 use fred::types::ClientUnblockFlag;
 
 use crate::error::{RedisError, Result};
 
+mod reconnect;
 mod tls;
 mod topology;
 mod url;
 
+pub use reconnect::{Reconnect, DEFAULT_UNRESPONSIVE_TIMEOUT};
 pub use tls::TlsOptions;
 pub use topology::{Node, Topology};
 
@@ -90,6 +90,14 @@ pub struct ConnectionConfig {
     /// Timeout of a single command, `Duration::ZERO` for none (default none: blocking commands
     /// carry their own timeouts).
     pub command_timeout: Duration,
+    /// How the client reconnects after losing its connection (default: exponential from
+    /// 100 ms to 2 s with up to 100 ms of jitter, forever).
+    pub reconnect: Reconnect,
+    /// How long a non-blocking command may wait for its reply before its connection is taken
+    /// for dead and reconnected, the commands in flight retried on the new one (default
+    /// [`DEFAULT_UNRESPONSIVE_TIMEOUT`], 30 s; `None` waits forever). Catches the server that
+    /// hangs without closing the connection, which no reconnect policy would notice.
+    pub unresponsive_timeout: Option<Duration>,
 }
 
 // By hand, so that the password never lands in a log line.
@@ -106,6 +114,8 @@ impl fmt::Debug for ConnectionConfig {
             .field("topology", &self.topology)
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
+            .field("reconnect", &self.reconnect)
+            .field("unresponsive_timeout", &self.unresponsive_timeout)
             .finish()
     }
 }
@@ -123,6 +133,8 @@ impl Default for ConnectionConfig {
             topology: Topology::Single,
             connect_timeout: Duration::from_secs(5),
             command_timeout: Duration::ZERO,
+            reconnect: Reconnect::default(),
+            unresponsive_timeout: Some(DEFAULT_UNRESPONSIVE_TIMEOUT),
         }
     }
 }
@@ -240,6 +252,21 @@ impl ConnectionConfig {
             *u = username;
             *p = password;
         }
+        self
+    }
+
+    /// The reconnect policy (see [`Reconnect`]).
+    #[must_use]
+    pub fn reconnect(mut self, reconnect: Reconnect) -> Self {
+        self.reconnect = reconnect;
+        self
+    }
+
+    /// The unresponsive-connection bound (see [`ConnectionConfig::unresponsive_timeout`]);
+    /// `None` turns the check off.
+    #[must_use]
+    pub fn unresponsive_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.unresponsive_timeout = timeout;
         self
     }
 
@@ -398,14 +425,21 @@ impl ConnectionConfig {
     pub async fn connect(&self, client_name: Option<String>) -> Result<Client> {
         let connect_timeout = self.connect_timeout;
         let command_timeout = self.command_timeout;
+        let unresponsive = self.unresponsive_timeout;
         let client = Builder::from_config(self.fred_config()?)
             .with_connection_config(|c| {
                 c.connection_timeout = connect_timeout;
                 c.internal_command_timeout = connect_timeout;
                 c.max_command_attempts = 3;
+                c.unresponsive.max_timeout = unresponsive;
+                if let Some(bound) = unresponsive {
+                    // Checked a few times per bound, never busier than every 100 ms.
+                    c.unresponsive.interval =
+                        (bound / 4).clamp(Duration::from_millis(100), c.unresponsive.interval);
+                }
             })
             .with_performance_config(|p| p.default_command_timeout = command_timeout)
-            .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
+            .set_policy(self.reconnect.policy())
             .build()
             .map_err(|e| RedisError::Config(e.to_string()))?;
 

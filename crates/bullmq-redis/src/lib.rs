@@ -14,7 +14,10 @@ pub use backend::{
     RedisBackend, RedisEventPublisher, RedisEventStream, RedisFlowStore, RedisQueueStore,
     RedisWorkerStore,
 };
-pub use connection::{ConnectionConfig, Connections, Node, TlsOptions, Topology, ACCEPTED_SCHEMES};
+pub use connection::{
+    ConnectionConfig, Connections, Node, Reconnect, TlsOptions, Topology, ACCEPTED_SCHEMES,
+    DEFAULT_UNRESPONSIVE_TIMEOUT,
+};
 pub use error::{RedisError, Result};
 pub use fred;
 pub use script::Script;

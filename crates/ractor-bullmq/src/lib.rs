@@ -33,7 +33,7 @@ pub use bullmq_protocol as protocol;
 pub use bullmq_protocol::scheduler;
 /// Where and how to connect: one server, a cluster or Sentinel, and TLS (the nodes of a
 /// topology are [`bullmq_redis::Node`]s).
-pub use bullmq_redis::{ConnectionConfig, TlsOptions, Topology};
+pub use bullmq_redis::{ConnectionConfig, Reconnect, TlsOptions, Topology};
 pub use error::QueueError;
 pub use events::{
     QueueEvent, QueueEvents, QueueEventsArgs, QueueEventsError, QueueEventsHandle,

@@ -87,7 +87,7 @@ impl std::fmt::Debug for ManualWorker {
 }
 
 impl ManualWorker {
-    /// A manual worker on `store` (traced or not: wrap it in [`Traced`] for the
+    /// A manual worker on `store` (traced or not: wrap it in [`Traced`](crate::store::Traced) for the
     /// `bullmq.store.*` spans).
     ///
     /// # Errors
