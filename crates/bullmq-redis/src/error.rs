@@ -34,6 +34,11 @@ pub enum RedisError {
         #[source]
         source: fred::error::Error,
     },
+    /// The topology is a Redis Cluster and the queue's keys (or, for flows, the prefix's)
+    /// would not share one slot; refused before connecting, since every script of a queue
+    /// touches several of its keys at once.
+    #[error(transparent)]
+    CrossSlot(#[from] bullmq_protocol::cluster_slot::CrossSlotError),
     /// A command or script failed.
     #[error("Redis command failed: {0}")]
     Command(#[from] fred::error::Error),

@@ -3,7 +3,7 @@
 
 use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
-use bullmq_redis::fred::prelude::{ClientInterface, ClientLike};
+use bullmq_redis::fred::prelude::ClientLike;
 use clap::Args;
 use ractor_bullmq::queue::parse_client_list;
 use ractor_bullmq::{JobCounts, Queue, QueueOptions};
@@ -71,7 +71,7 @@ async fn summarise(
         .await
         .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
     // Without CLIENT LIST the counts are still worth showing; only the workers are unknown.
-    let client_list: Option<String> = match client.client_list::<String, String>(None, None).await {
+    let client_list: Option<String> = match bullmq_redis::cluster::client_list(client).await {
         Ok(list) => Some(list),
         Err(error) => {
             eprintln!(

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bullmq_protocol::keys::QueueKeys;
-use bullmq_redis::fred::prelude::ClientInterface;
 
 use crate::error::{QueueError, Result};
 use crate::queue::Queue;
@@ -107,10 +106,8 @@ impl Queue {
         let client = self.redis_client().ok_or(QueueError::RedisOnly {
             operation: "get_workers",
         })?;
-        let list: String = client
-            .client_list::<String, String>(None, None)
-            .await
-            .map_err(bullmq_redis::RedisError::from)?;
+        // Every primary of a cluster: a worker's connection is listed by the node it is on.
+        let list = bullmq_redis::cluster::client_list(client).await?;
         Ok(parse_client_list(&list, self.keys()))
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
-use bullmq_redis::fred::prelude::{Client, ClientInterface, ClientLike};
+use bullmq_redis::fred::prelude::{Client, ClientLike};
 use ractor_bullmq::queue::parse_client_list;
 use ractor_bullmq::{
     ConnectionConfig, MetricsKind, Queue, QueueError, QueueOptions, RetryFrom, RetryReset,
@@ -71,9 +71,8 @@ impl Sampler {
         self.refreshes += 1;
         // One CLIENT LIST for all queues (what `Queue::get_workers` reads per queue), so a
         // prefix with many queues costs one listing per refresh, not one each.
-        let clients: String = self
-            .client
-            .client_list::<String, String>(None, None)
+        // On a cluster, every primary's listing.
+        let clients: String = bullmq_redis::cluster::client_list(&self.client)
             .await
             .context("CLIENT LIST failed (some hosted Redis services disable it)")?;
         let mut samples = Vec::with_capacity(self.queues.len());
