@@ -27,27 +27,27 @@ pub fn primaries(client: &Client) -> Option<Vec<Server>> {
     )
 }
 
-/// `CLIENT LIST` of the server, or of every primary of a cluster joined line by line (each
-/// connection is listed by the node it is connected to).
+/// `CLIENT LIST` of the server, or one per primary of a cluster (each connection is listed by
+/// the node it is connected to; a cluster client has a connection to every primary).
 ///
 /// # Errors
 ///
 /// [`crate::RedisError::Command`] when a node refuses the command (some hosted services
 /// disable it) or cannot be reached.
-pub async fn client_list(client: &Client) -> Result<String> {
+pub async fn client_lists(client: &Client) -> Result<Vec<String>> {
     let Some(nodes) = primaries(client) else {
-        return Ok(client.client_list::<String, String>(None, None).await?);
+        return Ok(vec![client.client_list::<String, String>(None, None).await?]);
     };
-    let mut all = String::new();
+    let mut lists = Vec::with_capacity(nodes.len());
     for node in nodes {
-        let list: String = client
-            .with_cluster_node(node)
-            .client_list::<String, String>(None, None)
-            .await?;
-        all.push_str(list.trim_end_matches('\n'));
-        all.push('\n');
+        lists.push(
+            client
+                .with_cluster_node(node)
+                .client_list::<String, String>(None, None)
+                .await?,
+        );
     }
-    Ok(all)
+    Ok(lists)
 }
 
 /// Names the client's connection to every primary (`CLIENT SETNAME`), or its one connection.
