@@ -45,7 +45,7 @@ async fn queues_workers_and_events_run_on_a_redis_cluster() -> Result<()> {
     if !tools_available(&[("redis-server", "--version"), ("redis-cli", "--version")]).await {
         return Ok(());
     }
-    let cluster = TestCluster::start(ClusterSpec {
+    let mut cluster = TestCluster::start(ClusterSpec {
         ports: &PORTS,
         bus_offset: BUS_OFFSET,
         replicas: 1,
@@ -65,6 +65,10 @@ async fn queues_workers_and_events_run_on_a_redis_cluster() -> Result<()> {
             .await
             .context("scenario: Node worker over an ioredis Cluster and ours")?;
     }
+    // Last: it moves the slot and kills a primary.
+    a_reshard_and_a_failover_lose_nothing(&mut cluster)
+        .await
+        .context("scenario: reshard, then primary killed")?;
     drop(cluster);
     Ok(())
 }
@@ -272,6 +276,109 @@ async fn node_and_our_worker_share_one_queue() -> Result<()> {
     queue.obliterate(true).await?;
     queue.close().await?;
     Ok(())
+}
+
+/// An idle Worker blocked on `BZPOPMIN marker` and a QueueEvents blocked on `XREAD BLOCK`
+/// follow the queue's slot when it moves to another primary (the node answers `MOVED`, the
+/// client re-reads the slot map), and then when that primary is killed and its replica takes
+/// over: every job added in each phase completes, every completion is seen as an event, and
+/// nothing completed before is lost.
+async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Result<()> {
+    const BATCH: usize = 5;
+    let queue_name = unique_queue("cl-move");
+    let queue = Queue::new(&queue_name, QueueOptions::new(config()?).prefix(PREFIX)).await?;
+    let events = QueueEventsHandle::start(
+        QueueEventsOptions::new(&queue_name, config()?)
+            .prefix(PREFIX)
+            .last_event_id("0"),
+    )
+    .await?;
+    let mut stream = events.subscribe_stream();
+    let processor = |_job: Job, _ctx: JobContext| async move { Ok(json!("done")) };
+    let args = WorkerArgs::connect(
+        &config()?,
+        &queue_name,
+        processor,
+        WorkerOptions::new().prefix(PREFIX).name("rust-move"),
+    )
+    .await?;
+    let worker = Worker::spawn(args).await?;
+    let marker = queue.keys().key(bullmq_protocol::keys::QueueKey::Marker);
+
+    let mut ids = BTreeSet::new();
+    let mut completed_seen = BTreeSet::new();
+    for phase in ["before", "after the reshard", "after the failover"] {
+        match phase {
+            "after the reshard" => {
+                let from = cluster.primary_of(&marker).await?;
+                let to = cluster.move_slot_of(&marker).await?;
+                eprintln!("cluster: moved the {{bull}} slot from :{from} to :{to}");
+            }
+            "after the failover" => {
+                // Replication on loopback is immediate in practice; give it a moment anyway.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let dead = cluster.primary_of(&marker).await?;
+                cluster.kill(dead).await?;
+                eventually(
+                    "a replica takes over the slot",
+                    Duration::from_secs(60),
+                    || async { cluster.primary_of(&marker).await.is_ok_and(|p| p != dead) },
+                )
+                .await?;
+                eprintln!(
+                    "cluster: killed :{dead}; :{} took over",
+                    cluster.primary_of(&marker).await?
+                );
+            }
+            _ => {}
+        }
+        // Adds retry through the failover window (the client is re-reading the slot map).
+        for i in 0..BATCH {
+            let job = add_retrying(&queue, json!({ "phase": phase, "i": i })).await?;
+            ids.insert(job);
+        }
+        tokio::time::timeout(Duration::from_secs(90), async {
+            while !ids.is_subset(&completed_seen) {
+                let Some(event) = stream.recv().await else {
+                    break;
+                };
+                if event.event.name() == "completed" {
+                    if let Some(id) = event.event.job_id() {
+                        completed_seen.insert(id.to_owned());
+                    }
+                }
+            }
+        })
+        .await
+        .with_context(|| format!("every job completed {phase} within 90 s"))?;
+        ensure!(ids.is_subset(&completed_seen), "{phase}: {completed_seen:?} of {ids:?}");
+    }
+    let counts = queue.get_job_counts().await?;
+    ensure!(
+        counts.completed == ids.len() as u64 && counts.failed == 0 && counts.waiting == 0,
+        "{counts:?}"
+    );
+    worker.close().await?;
+    events.close().await;
+    queue.obliterate(true).await?;
+    queue.close().await?;
+    Ok(())
+}
+
+/// `Queue::add`, retried for up to 30 s while the cluster fails over (a write sent to the
+/// dead primary fails until the client has the new slot map).
+async fn add_retrying(queue: &Queue, data: Value) -> Result<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match queue.add("job", data.clone()).await {
+            Ok(job) => return Ok(job.id().to_owned()),
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                eprintln!("add failed during the failover, retrying: {error}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
 }
 
 fn strings(value: &Value) -> BTreeSet<String> {

@@ -232,6 +232,65 @@ impl TestCluster {
         bail!("no primary owns slot {slot}: {nodes}")
     }
 
+    /// The ports of the primaries that are up now.
+    pub async fn primaries(&self) -> Result<Vec<u16>> {
+        let alive = self.alive_port().context("no node alive")?;
+        let nodes = self.cli(alive, &["cluster", "nodes"]).await?;
+        let mut ports = Vec::new();
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            if fields.len() < 3 || !fields[2].contains("master") || fields[2].contains("fail") {
+                continue;
+            }
+            let addr = fields[1].split('@').next().unwrap_or_default();
+            ports.push(addr.rsplit(':').next().unwrap_or_default().parse()?);
+        }
+        Ok(ports)
+    }
+
+    /// Moves `key`'s slot, with every key in it, to another primary, as `redis-cli --cluster
+    /// reshard` does for one slot: IMPORTING / MIGRATING, `MIGRATE` in batches, then the new
+    /// owner announced to every primary. Returns the new owner's port.
+    pub async fn move_slot_of(&self, key: &str) -> Result<u16> {
+        let source = self.primary_of(key).await?;
+        let target = *self
+            .primaries()
+            .await?
+            .iter()
+            .find(|&&port| port != source)
+            .context("another primary")?;
+        let slot = self.cli(source, &["cluster", "keyslot", key]).await?;
+        let slot = slot.trim();
+        let source_id = self.cli(source, &["cluster", "myid"]).await?;
+        let target_id = self.cli(target, &["cluster", "myid"]).await?;
+        let (source_id, target_id) = (source_id.trim(), target_id.trim());
+        self.cli(target, &["cluster", "setslot", slot, "importing", source_id])
+            .await?;
+        self.cli(source, &["cluster", "setslot", slot, "migrating", target_id])
+            .await?;
+        loop {
+            let keys = self
+                .cli(source, &["cluster", "getkeysinslot", slot, "100"])
+                .await?;
+            let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
+            if keys.is_empty() {
+                break;
+            }
+            let port = target.to_string();
+            let mut args = vec!["migrate", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+            args.extend(keys);
+            let reply = self.cli(source, &args).await?;
+            if !reply.contains("OK") {
+                bail!("MIGRATE: {reply}");
+            }
+        }
+        for port in self.primaries().await? {
+            self.cli(port, &["cluster", "setslot", slot, "node", target_id])
+                .await?;
+        }
+        Ok(target)
+    }
+
     /// Kills the node on `port` (as a crash would) and waits for it to exit.
     pub async fn kill(&mut self, port: u16) -> Result<()> {
         let node = self
