@@ -20,7 +20,7 @@ use bullmq_redis::RedisError;
 use common::{eventually, node_available, run_node, unique_queue};
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{
-    ConnectionConfig, FlowProducer, FlowProducerOptions, Queue, QueueError, QueueEventsHandle,
+    ConnectionConfig, FlowProducer, ManualWorker, FlowProducerOptions, Queue, QueueError, QueueEventsHandle,
     QueueEventsOptions, QueueOptions, Worker, WorkerArgs, WorkerOptions,
 };
 use serde_json::{json, Value};
@@ -99,6 +99,10 @@ async fn an_unsafe_prefix_is_refused_with_the_fix() -> Result<()> {
     .await;
     let text = format!("{:#}", anyhow::Error::from(worker.err().context("worker refused")?));
     ensure!(text.contains("`{bull}`"), "worker: {text}");
+
+    let manual = ManualWorker::connect(&config()?, &queue, WorkerOptions::new().prefix("bull")).await;
+    let text = manual.err().context("ManualWorker refused")?.to_string();
+    ensure!(text.contains("`{bull}`"), "ManualWorker: {text}");
 
     let events = QueueEventsHandle::start(QueueEventsOptions::new(&queue, config()?).prefix("bull"))
         .await;

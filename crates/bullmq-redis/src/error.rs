@@ -39,6 +39,15 @@ pub enum RedisError {
     /// touches several of its keys at once.
     #[error(transparent)]
     CrossSlot(#[from] bullmq_protocol::cluster_slot::CrossSlotError),
+    /// A script call's keys cannot be routed on a Redis Cluster: none given, or not all in one
+    /// slot. Found before sending; a bug of the caller (every queue script passes its keys).
+    #[error("script `{script}` cannot run on a Redis Cluster: {detail}")]
+    ScriptKeys {
+        /// The script's name.
+        script: &'static str,
+        /// Which keys are at fault.
+        detail: String,
+    },
     /// A command or script failed.
     #[error("Redis command failed: {0}")]
     Command(#[from] fred::error::Error),

@@ -5,7 +5,7 @@
 //!
 //! Self-contained (no `common` module), so the CLI's tests include it by path too.
 
-#![allow(dead_code)] // each test binary uses its own part of this module
+#![allow(dead_code, unreachable_pub)] // each test binary uses its own part of this module
 
 use std::path::PathBuf;
 use std::process::Stdio;
