@@ -60,6 +60,9 @@ async fn queues_workers_and_events_run_on_a_redis_cluster() -> Result<()> {
     our_producer_worker_and_events_complete_every_job(&cluster)
         .await
         .context("scenario: our producer, Worker and QueueEvents")?;
+    queue_control_flows_and_schedulers_run_in_the_slot()
+        .await
+        .context("scenario: queue operations, flows and schedulers")?;
     if node_available() {
         node_and_our_worker_share_one_queue()
             .await
@@ -206,6 +209,112 @@ async fn our_producer_worker_and_events_complete_every_job(cluster: &TestCluster
 
     worker.close().await?;
     events.close().await;
+    queue.obliterate(true).await?;
+    queue.close().await?;
+    Ok(())
+}
+
+/// The rest of the queue API on a cluster: every call is a script or command on the queue's
+/// slot (a script call without keys or across slots would be refused before sending, see
+/// `Script::run`), so each one succeeding with the expected effect shows it is routed right.
+/// A flow spans two queues of the `{bull}` prefix, one slot.
+async fn queue_control_flows_and_schedulers_run_in_the_slot() -> Result<()> {
+    use bullmq_protocol::JobState;
+    use ractor_bullmq::scheduler::{Repeat, SchedulerTemplate};
+    use ractor_bullmq::{FlowJob, RetryFrom, RetryReset};
+
+    let name = unique_queue("cl-ops");
+    let queue = Queue::new(&name, QueueOptions::new(config()?).prefix(PREFIX)).await?;
+    let delayed = queue
+        .add("later", json!({}))
+        .delay(Duration::from_secs(3600))
+        .await?;
+    let urgent = queue.add("urgent", json!({})).priority(3).await?;
+    let plain = queue.add("plain", json!({})).await?;
+    queue.change_priority(urgent.id(), 1, false).await?;
+    queue.change_delay(delayed.id(), Duration::from_secs(7200)).await?;
+    queue.promote_job(delayed.id()).await?;
+    queue.update_progress(plain.id(), json!(40)).await?;
+    ensure!(queue.add_job_log(plain.id(), "row", None).await? == 1);
+    queue.pause().await?;
+    ensure!(queue.is_paused().await?);
+    queue.resume().await?;
+    queue.set_global_concurrency(2).await?;
+    ensure!(queue.get_global_concurrency().await? == Some(2));
+    let counts = queue.get_job_counts().await?;
+    ensure!(counts.waiting == 2 && counts.prioritized == 1, "{counts:?}");
+    let jobs = queue
+        .get_jobs(&[JobState::Waiting, JobState::Prioritized], 0, -1, true)
+        .await?;
+    ensure!(jobs.len() == 3, "{jobs:?}");
+
+    // A job that fails, is retried and then completes; clean and remove afterwards.
+    let failing = queue.add("flaky", json!({ "fail": true })).await?;
+    let processor = |job: Job, _ctx: JobContext| async move {
+        if job.data_value()["fail"] == json!(true) && job.attempts_made() == 0 {
+            anyhow::bail!("first attempt fails");
+        }
+        Ok(json!("ok"))
+    };
+    let args = WorkerArgs::connect(&config()?, &name, processor, WorkerOptions::new().prefix(PREFIX))
+        .await?;
+    let worker = Worker::spawn(args).await?;
+    eventually("the flaky job failed", Duration::from_secs(30), || async {
+        queue.is_failed(failing.id()).await.unwrap_or(false)
+    })
+    .await?;
+    queue
+        .retry_job(failing.id(), RetryFrom::Failed, RetryReset::default())
+        .await?;
+    eventually("every job completed", Duration::from_secs(30), || async {
+        queue
+            .get_job_counts()
+            .await
+            .is_ok_and(|counts| counts.completed == 4)
+    })
+    .await?;
+    ensure!(queue.remove(plain.id()).await?);
+    let cleaned = queue.clean(Duration::ZERO, 10, JobState::Completed).await?;
+    ensure!(cleaned.len() == 3, "{cleaned:?}");
+
+    // A flow across two queues of the prefix: the child completes, then the parent.
+    let children_queue = unique_queue("cl-ops-children");
+    let flows = FlowProducer::new(FlowProducerOptions::new(config()?).prefix(PREFIX)).await?;
+    let tree = flows
+        .add(FlowJob::new("parent", &name).child(FlowJob::new("child", &children_queue)))
+        .await?;
+    let args = WorkerArgs::connect(
+        &config()?,
+        &children_queue,
+        |_job: Job, _ctx: JobContext| async move { Ok(json!("child done")) },
+        WorkerOptions::new().prefix(PREFIX),
+    )
+    .await?;
+    let child_worker = Worker::spawn(args).await?;
+    let parent_id = tree.job.id().to_owned();
+    eventually("the flow's parent completed", Duration::from_secs(30), || async {
+        queue.is_completed(&parent_id).await.unwrap_or(false)
+    })
+    .await?;
+
+    // A job scheduler produces its first job.
+    queue
+        .upsert_job_scheduler(
+            "beat",
+            Repeat::every(Duration::from_secs(3600)),
+            SchedulerTemplate::new("beat"),
+        )
+        .await?;
+    ensure!(queue.get_job_schedulers_count().await? == 1);
+    queue.remove_job_scheduler("beat").await?;
+    ensure!(queue.drain(true).await? <= 1);
+
+    child_worker.close().await?;
+    worker.close().await?;
+    flows.close().await?;
+    let children = Queue::new(&children_queue, QueueOptions::new(config()?).prefix(PREFIX)).await?;
+    children.obliterate(true).await?;
+    children.close().await?;
     queue.obliterate(true).await?;
     queue.close().await?;
     Ok(())
