@@ -20,8 +20,8 @@ use bullmq_redis::RedisError;
 use common::{eventually, node_available, run_node, unique_queue};
 use ractor_bullmq::worker::{Job, JobContext};
 use ractor_bullmq::{
-    ConnectionConfig, FlowProducer, ManualWorker, FlowProducerOptions, Queue, QueueError, QueueEventsHandle,
-    QueueEventsOptions, QueueOptions, Worker, WorkerArgs, WorkerOptions,
+    ConnectionConfig, FlowProducer, FlowProducerOptions, ManualWorker, Queue, QueueError,
+    QueueEventsHandle, QueueEventsOptions, QueueOptions, Worker, WorkerArgs, WorkerOptions,
 };
 use serde_json::{json, Value};
 use test_cluster::{tools_available, ClusterSpec, TestCluster};
@@ -100,15 +100,19 @@ async fn an_unsafe_prefix_is_refused_with_the_fix() -> Result<()> {
         WorkerOptions::new().prefix("bull"),
     )
     .await;
-    let text = format!("{:#}", anyhow::Error::from(worker.err().context("worker refused")?));
+    let text = format!(
+        "{:#}",
+        anyhow::Error::from(worker.err().context("worker refused")?)
+    );
     ensure!(text.contains("`{bull}`"), "worker: {text}");
 
-    let manual = ManualWorker::connect(&config()?, &queue, WorkerOptions::new().prefix("bull")).await;
+    let manual =
+        ManualWorker::connect(&config()?, &queue, WorkerOptions::new().prefix("bull")).await;
     let text = manual.err().context("ManualWorker refused")?.to_string();
     ensure!(text.contains("`{bull}`"), "ManualWorker: {text}");
 
-    let events = QueueEventsHandle::start(QueueEventsOptions::new(&queue, config()?).prefix("bull"))
-        .await;
+    let events =
+        QueueEventsHandle::start(QueueEventsOptions::new(&queue, config()?).prefix("bull")).await;
     let text = events.err().context("QueueEvents refused")?.to_string();
     ensure!(text.contains("`{bull}`"), "QueueEvents: {text}");
 
@@ -149,7 +153,10 @@ async fn our_producer_worker_and_events_complete_every_job(cluster: &TestCluster
         &config()?,
         &queue_name,
         processor,
-        WorkerOptions::new().prefix(PREFIX).name("rust-c").concurrency(4),
+        WorkerOptions::new()
+            .prefix(PREFIX)
+            .name("rust-c")
+            .concurrency(4),
     )
     .await?;
     let worker = Worker::spawn(args).await?;
@@ -199,7 +206,9 @@ async fn our_producer_worker_and_events_complete_every_job(cluster: &TestCluster
         workers.len() == 1 && workers[0].worker_name.as_deref() == Some("rust-c"),
         "{workers:?}"
     );
-    let slot_owner = cluster.primary_of(&queue.keys().key(bullmq_protocol::keys::QueueKey::Marker)).await?;
+    let slot_owner = cluster
+        .primary_of(&queue.keys().key(bullmq_protocol::keys::QueueKey::Marker))
+        .await?;
     let listing = cluster.cli(slot_owner, &["client", "list"]).await?;
     ensure!(listing.contains(":w:rust-c"), "{listing}");
 
@@ -232,7 +241,9 @@ async fn queue_control_flows_and_schedulers_run_in_the_slot() -> Result<()> {
     let urgent = queue.add("urgent", json!({})).priority(3).await?;
     let plain = queue.add("plain", json!({})).await?;
     queue.change_priority(urgent.id(), 1, false).await?;
-    queue.change_delay(delayed.id(), Duration::from_secs(7200)).await?;
+    queue
+        .change_delay(delayed.id(), Duration::from_secs(7200))
+        .await?;
     queue.promote_job(delayed.id()).await?;
     queue.update_progress(plain.id(), json!(40)).await?;
     ensure!(queue.add_job_log(plain.id(), "row", None).await? == 1);
@@ -256,8 +267,13 @@ async fn queue_control_flows_and_schedulers_run_in_the_slot() -> Result<()> {
         }
         Ok(json!("ok"))
     };
-    let args = WorkerArgs::connect(&config()?, &name, processor, WorkerOptions::new().prefix(PREFIX))
-        .await?;
+    let args = WorkerArgs::connect(
+        &config()?,
+        &name,
+        processor,
+        WorkerOptions::new().prefix(PREFIX),
+    )
+    .await?;
     let worker = Worker::spawn(args).await?;
     eventually("the flaky job failed", Duration::from_secs(30), || async {
         queue.is_failed(failing.id()).await.unwrap_or(false)
@@ -292,9 +308,11 @@ async fn queue_control_flows_and_schedulers_run_in_the_slot() -> Result<()> {
     .await?;
     let child_worker = Worker::spawn(args).await?;
     let parent_id = tree.job.id().to_owned();
-    eventually("the flow's parent completed", Duration::from_secs(30), || async {
-        queue.is_completed(&parent_id).await.unwrap_or(false)
-    })
+    eventually(
+        "the flow's parent completed",
+        Duration::from_secs(30),
+        || async { queue.is_completed(&parent_id).await.unwrap_or(false) },
+    )
     .await?;
 
     // A job scheduler produces its first job.
@@ -333,10 +351,7 @@ async fn node_and_our_worker_share_one_queue() -> Result<()> {
         async move {
             // Slow enough that the Node worker, once started, takes its share.
             tokio::time::sleep(Duration::from_millis(100)).await;
-            recorder
-                .lock()
-                .expect("recorder")
-                .push(job.id().to_owned());
+            recorder.lock().expect("recorder").push(job.id().to_owned());
             Ok(json!({ "processedBy": "rust" }))
         }
     };
@@ -380,11 +395,21 @@ async fn node_and_our_worker_share_one_queue() -> Result<()> {
     let mut all: Vec<String> = by_node.iter().chain(&by_us).cloned().collect();
     all.sort();
     let unique: BTreeSet<String> = all.iter().cloned().collect();
-    ensure!(all.len() == unique.len(), "a job ran twice: node {by_node:?} ours {by_us:?}");
-    ensure!(unique == added, "node {by_node:?} ours {by_us:?} added {added:?}");
+    ensure!(
+        all.len() == unique.len(),
+        "a job ran twice: node {by_node:?} ours {by_us:?}"
+    );
+    ensure!(
+        unique == added,
+        "node {by_node:?} ours {by_us:?} added {added:?}"
+    );
     let counts = queue.get_job_counts().await?;
     ensure!(counts.failed == 0 && counts.active == 0, "{counts:?}");
-    eprintln!("cluster mixed: Node completed {}, ours {}", by_node.len(), by_us.len());
+    eprintln!(
+        "cluster mixed: Node completed {}, ours {}",
+        by_node.len(),
+        by_us.len()
+    );
 
     queue.obliterate(true).await?;
     queue.close().await?;
@@ -464,7 +489,10 @@ async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Res
         })
         .await
         .with_context(|| format!("every job completed {phase} within 90 s"))?;
-        ensure!(ids.is_subset(&completed_seen), "{phase}: {completed_seen:?} of {ids:?}");
+        ensure!(
+            ids.is_subset(&completed_seen),
+            "{phase}: {completed_seen:?} of {ids:?}"
+        );
     }
     let counts = queue.get_job_counts().await?;
     ensure!(

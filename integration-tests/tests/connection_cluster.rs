@@ -19,8 +19,8 @@ use fred::interfaces::ClusterInterface;
 use fred::prelude::Client;
 use fred::prelude::{ClientLike, KeysInterface};
 use ractor_bullmq::ConnectionConfig;
-use tls_pki::Pki;
 use test_cluster::{tools_available, ClusterSpec, ClusterTls, TestCluster};
+use tls_pki::Pki;
 
 const PORTS: [u16; 3] = [6520, 6521, 6522];
 const TLS_PORTS: [u16; 3] = [6540, 6541, 6542];

@@ -74,7 +74,10 @@ async fn the_cli_inspects_queues_on_a_redis_cluster() -> Result<()> {
     let worker = Worker::spawn(args).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while queue.get_job_counts().await?.completed < 3 {
-        ensure!(tokio::time::Instant::now() < deadline, "jobs not completed in 30 s");
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "jobs not completed in 30 s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
@@ -95,7 +98,10 @@ async fn the_cli_inspects_queues_on_a_redis_cluster() -> Result<()> {
     let refused = bullmq("bull", &["stats", &name]);
     ensure!(!refused.status.success(), "an untagged prefix was accepted");
     let error = String::from_utf8_lossy(&refused.stderr);
-    ensure!(error.contains("hash tag") && error.contains("`{bull}`"), "{error}");
+    ensure!(
+        error.contains("hash tag") && error.contains("`{bull}`"),
+        "{error}"
+    );
 
     worker.close().await?;
     queue.obliterate(true).await?;

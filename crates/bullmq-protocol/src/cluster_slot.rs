@@ -103,7 +103,10 @@ mod tests {
         // The tag may span the separator: still one tag for every key.
         assert!(check_queue_slot("a{b", "c}d").is_ok());
         assert_eq!(queue_hash_tag("a{b", "c}d").as_deref(), Some("b:c"));
-        assert_eq!(queue_hash_tag("{bull}", "{emails}").as_deref(), Some("bull"));
+        assert_eq!(
+            queue_hash_tag("{bull}", "{emails}").as_deref(),
+            Some("bull")
+        );
     }
 
     #[test]

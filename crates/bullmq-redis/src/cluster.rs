@@ -36,7 +36,9 @@ pub fn primaries(client: &Client) -> Option<Vec<Server>> {
 /// disable it) or cannot be reached.
 pub async fn client_lists(client: &Client) -> Result<Vec<String>> {
     let Some(nodes) = primaries(client) else {
-        return Ok(vec![client.client_list::<String, String>(None, None).await?]);
+        return Ok(vec![
+            client.client_list::<String, String>(None, None).await?,
+        ]);
     };
     let mut lists = Vec::with_capacity(nodes.len());
     for node in nodes {

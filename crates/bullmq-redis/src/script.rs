@@ -99,27 +99,15 @@ fn one_slot(keys: &[String]) -> std::result::Result<(), String> {
         return Err("no KEYS to route the call by".to_owned());
     };
     let slot = redis_keyslot(first.as_bytes());
-    match keys.iter().find(|key| redis_keyslot(key.as_bytes()) != slot) {
+    match keys
+        .iter()
+        .find(|key| redis_keyslot(key.as_bytes()) != slot)
+    {
         Some(other) => Err(format!(
             "keys `{first}` and `{other}` hash to different slots (give every queue a hash \
              tag, e.g. the prefix `{{bull}}`)"
         )),
         None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::one_slot;
-
-    #[test]
-    fn keys_must_exist_and_share_the_first_ones_slot() {
-        let keys = |names: &[&str]| names.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>();
-        assert!(one_slot(&keys(&["{bull}:a:wait", "{bull}:b:meta", "{bull}:a:7"])).is_ok());
-        assert!(one_slot(&keys(&["bull:{a}:wait", "x:{a}:meta"])).is_ok());
-        assert!(one_slot(&[]).unwrap_err().contains("no KEYS"));
-        let error = one_slot(&keys(&["{bull}:a:wait", "{other}:a:wait"])).unwrap_err();
-        assert!(error.contains("`{other}:a:wait`"), "{error}");
     }
 }
 
@@ -136,4 +124,19 @@ macro_rules! lua_script {
             concat!($(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file)), "\n"),+),
         );
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_slot;
+
+    #[test]
+    fn keys_must_exist_and_share_the_first_ones_slot() {
+        let keys = |names: &[&str]| names.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>();
+        assert!(one_slot(&keys(&["{bull}:a:wait", "{bull}:b:meta", "{bull}:a:7"])).is_ok());
+        assert!(one_slot(&keys(&["bull:{a}:wait", "x:{a}:meta"])).is_ok());
+        assert!(one_slot(&[]).unwrap_err().contains("no KEYS"));
+        let error = one_slot(&keys(&["{bull}:a:wait", "{other}:a:wait"])).unwrap_err();
+        assert!(error.contains("`{other}:a:wait`"), "{error}");
+    }
 }

@@ -81,13 +81,15 @@ impl TestCluster {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_nanos();
-        let dir = std::env::temp_dir().join(format!(
-            "bullmq-cluster-{}-{stamp}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("bullmq-cluster-{}-{stamp}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let cli_tls: Vec<String> = match &spec.tls {
-            Some(tls) => vec!["--tls".into(), "--cacert".into(), tls.ca.display().to_string()],
+            Some(tls) => vec![
+                "--tls".into(),
+                "--cacert".into(),
+                tls.ca.display().to_string(),
+            ],
             None => Vec::new(),
         };
         let mut cluster = Self {
@@ -176,7 +178,11 @@ impl TestCluster {
                 Duration::from_secs(60),
                 move || {
                     let cli_tls = cli_tls.clone();
-                    async move { cluster_info(&cli_tls, port).await.contains("cluster_state:ok") }
+                    async move {
+                        cluster_info(&cli_tls, port)
+                            .await
+                            .contains("cluster_state:ok")
+                    }
                 },
             )
             .await?;
@@ -219,7 +225,8 @@ impl TestCluster {
             }
             let owns = fields[8..].iter().any(|range| match range.split_once('-') {
                 Some((a, b)) => {
-                    a.parse::<u16>().is_ok_and(|a| a <= slot) && b.parse::<u16>().is_ok_and(|b| slot <= b)
+                    a.parse::<u16>().is_ok_and(|a| a <= slot)
+                        && b.parse::<u16>().is_ok_and(|b| slot <= b)
                 }
                 None => range.parse::<u16>().is_ok_and(|s| s == slot),
             });
@@ -264,10 +271,16 @@ impl TestCluster {
         let source_id = self.cli(source, &["cluster", "myid"]).await?;
         let target_id = self.cli(target, &["cluster", "myid"]).await?;
         let (source_id, target_id) = (source_id.trim(), target_id.trim());
-        self.cli(target, &["cluster", "setslot", slot, "importing", source_id])
-            .await?;
-        self.cli(source, &["cluster", "setslot", slot, "migrating", target_id])
-            .await?;
+        self.cli(
+            target,
+            &["cluster", "setslot", slot, "importing", source_id],
+        )
+        .await?;
+        self.cli(
+            source,
+            &["cluster", "setslot", slot, "migrating", target_id],
+        )
+        .await?;
         loop {
             let keys = self
                 .cli(source, &["cluster", "getkeysinslot", slot, "100"])
