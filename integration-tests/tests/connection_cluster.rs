@@ -8,164 +8,39 @@
 //! message when `redis-server`, `redis-cli` (or, for TLS, `openssl`) is missing.
 
 mod common;
+mod test_cluster;
 mod tls_pki;
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use bullmq_redis::{Node, RedisError, Topology};
-use common::eventually;
 use fred::interfaces::ClusterInterface;
 use fred::prelude::Client;
 use fred::prelude::{ClientLike, KeysInterface};
 use ractor_bullmq::ConnectionConfig;
+use test_cluster::{tools_available, ClusterSpec, ClusterTls, TestCluster};
 use tls_pki::Pki;
-use tokio::process::{Child, Command};
 
 const PORTS: [u16; 3] = [6520, 6521, 6522];
 const TLS_PORTS: [u16; 3] = [6540, 6541, 6542];
 /// A node's cluster bus port: ours, within the test's range (Redis' default is port + 10000).
 const BUS_OFFSET: u16 = 10;
 
-/// Three cluster nodes in a fresh directory; killed and removed when dropped.
-struct Cluster {
-    dir: PathBuf,
-    nodes: Vec<Child>,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for node in &mut self.nodes {
-            let _ = node.start_kill();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl Cluster {
-    /// Starts nodes on `ports` and joins them into a cluster; TLS-only (plain ports off, bus
-    /// over TLS too) with `pki`'s server certificate when given.
-    async fn start(ports: [u16; 3], pki: Option<&Pki>) -> Result<Self> {
-        let dir =
-            std::env::temp_dir().join(format!("bullmq-cluster-{}", common::unique_queue("c")));
-        std::fs::create_dir_all(&dir)?;
-        let mut cluster = Self {
-            dir,
-            nodes: Vec::new(),
-        };
-        // redis-cli's TLS arguments, for `--cluster create` and `cluster info`.
-        let cli_tls: Vec<String> = match pki {
-            Some(pki) => vec![
-                "--tls".into(),
-                "--cacert".into(),
-                pki.ca().display().to_string(),
-            ],
-            None => Vec::new(),
-        };
-        for port in ports {
-            let node_dir = cluster.dir.join(port.to_string());
-            std::fs::create_dir_all(&node_dir)?;
-            let mut command = Command::new("redis-server");
-            match pki {
-                Some(pki) => {
-                    command
-                        .args(["--port", "0", "--tls-port", &port.to_string()])
-                        .args(["--tls-cluster", "yes", "--tls-auth-clients", "no"])
-                        .arg("--tls-cert-file")
-                        .arg(pki.path("server.pem"))
-                        .arg("--tls-key-file")
-                        .arg(pki.path("server.key"))
-                        .arg("--tls-ca-cert-file")
-                        .arg(pki.ca());
-                }
-                None => {
-                    command.args(["--port", &port.to_string()]);
-                }
-            }
-            let child = command
-                .args(["--bind", "127.0.0.1"])
-                .args(["--cluster-port", &(port + BUS_OFFSET).to_string()])
-                .args(["--cluster-enabled", "yes", "--cluster-config-file"])
-                .arg(node_dir.join("nodes.conf"))
-                .args(["--save", "", "--appendonly", "no", "--dir"])
-                .arg(&node_dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .context("starting redis-server")?;
-            cluster.nodes.push(child);
-        }
-        for port in ports {
-            eventually(
-                "a cluster node listens",
-                Duration::from_secs(15),
-                move || async move {
-                    tokio::net::TcpStream::connect(("127.0.0.1", port))
-                        .await
-                        .is_ok()
-                },
-            )
-            .await?;
-        }
-        let mut create = Command::new("redis-cli");
-        create.args(&cli_tls).arg("--cluster").arg("create");
-        for port in ports {
-            create.arg(format!("127.0.0.1:{port}"));
-        }
-        // `--cluster create` waits for the nodes to meet without a limit of its own.
-        let output = tokio::time::timeout(
-            Duration::from_secs(60),
-            create
-                .args(["--cluster-replicas", "0", "--cluster-yes"])
-                .stdin(Stdio::null())
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .context("redis-cli --cluster create did not finish in 60 s")??;
-        if !output.status.success() {
-            bail!(
-                "redis-cli --cluster create: {}",
-                String::from_utf8_lossy(&output.stdout)
-            );
-        }
-        for port in ports {
-            let cli_tls = cli_tls.clone();
-            eventually(
-                "every node sees the cluster ok",
-                Duration::from_secs(30),
-                move || {
-                    let cli_tls = cli_tls.clone();
-                    async move {
-                        Command::new("redis-cli")
-                            .args(&cli_tls)
-                            .args(["-p", &port.to_string(), "cluster", "info"])
-                            .output()
-                            .await
-                            .is_ok_and(|o| {
-                                String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok")
-                            })
-                    }
-                },
-            )
-            .await?;
-        }
-        Ok(cluster)
-    }
-}
-
-async fn tools_available(tools: &[(&str, &str)]) -> bool {
-    for (tool, version) in tools {
-        if Command::new(tool).arg(version).output().await.is_err() {
-            eprintln!("SKIPPING the cluster connection test: no `{tool}` binary");
-            return false;
-        }
-    }
-    true
+/// Three primaries, no replicas, on `ports`; TLS-only with `pki`'s server certificate.
+async fn start_cluster(ports: &[u16], pki: Option<&Pki>) -> Result<TestCluster> {
+    TestCluster::start(ClusterSpec {
+        ports,
+        bus_offset: BUS_OFFSET,
+        replicas: 0,
+        node_timeout_ms: 15_000,
+        tls: pki.map(|pki| ClusterTls {
+            cert: pki.path("server.pem"),
+            key: pki.path("server.key"),
+            ca: pki.ca(),
+        }),
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,7 +48,7 @@ async fn a_cluster_url_reaches_keys_on_every_node() -> Result<()> {
     if !tools_available(&[("redis-server", "--version"), ("redis-cli", "--version")]).await {
         return Ok(());
     }
-    let cluster = Cluster::start(PORTS, None).await?;
+    let cluster = start_cluster(&PORTS, None).await?;
 
     // One seed is enough: the other two nodes are discovered.
     let config = ConnectionConfig::from_url(&format!("redis-cluster://127.0.0.1:{}", PORTS[0]))?;
@@ -240,7 +115,7 @@ async fn a_tls_cluster_url_with_the_ca_reaches_keys_on_every_node() -> Result<()
         return Ok(());
     }
     let pki = Pki::make("cluster")?;
-    let cluster = Cluster::start(TLS_PORTS, Some(&pki)).await?;
+    let cluster = start_cluster(&TLS_PORTS, Some(&pki)).await?;
 
     let url = format!(
         "rediss-cluster://127.0.0.1:{}?node=127.0.0.1:{}&tls_ca={}",

@@ -32,6 +32,7 @@
 //! ```
 
 pub mod backoff;
+pub mod cluster_slot;
 pub mod error;
 pub mod error_code;
 pub mod events;

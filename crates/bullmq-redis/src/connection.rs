@@ -410,6 +410,33 @@ impl ConnectionConfig {
         })
     }
 
+    /// Checks that queue `queue` under `prefix` can run on this topology: on a Redis Cluster
+    /// all its keys must share one slot (a hash tag in the prefix or the queue name, see
+    /// [`bullmq_protocol::cluster_slot`]); any queue runs on the other topologies.
+    ///
+    /// # Errors
+    ///
+    /// [`RedisError::CrossSlot`], whose message names the fix.
+    pub fn check_queue_keys(&self, prefix: &str, queue: &str) -> Result<()> {
+        if matches!(self.topology, Topology::Cluster { .. }) {
+            bullmq_protocol::cluster_slot::check_queue_slot(prefix, queue)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that every queue under `prefix` shares one slot on a Redis Cluster (the prefix
+    /// holds a hash tag), as flows spanning queues need; always passes on other topologies.
+    ///
+    /// # Errors
+    ///
+    /// [`RedisError::CrossSlot`], whose message names the fix.
+    pub fn check_prefix_keys(&self, prefix: &str) -> Result<()> {
+        if matches!(self.topology, Topology::Cluster { .. }) {
+            bullmq_protocol::cluster_slot::check_prefix_slot(prefix)?;
+        }
+        Ok(())
+    }
+
     /// Connects a new client. When `client_name` is given the connection is named with
     /// `CLIENT SETNAME` (again after every reconnect), as Node BullMQ names its connections.
     ///
@@ -446,7 +473,11 @@ impl ConnectionConfig {
         let connect = async {
             client.init().await?;
             if let Some(name) = &client_name {
-                client.client_setname(name.as_str()).await?;
+                // Every primary of a cluster: a blocking command runs on the node owning its
+                // key, and `getWorkers` must find the name there.
+                crate::cluster::set_name(&client, name)
+                    .await
+                    .map_err(into_fred_error)?;
             }
             Ok::<_, fred::error::Error>(())
         };
@@ -483,11 +514,13 @@ impl ConnectionConfig {
         if let Some(name) = client_name {
             let renamer = client.clone();
             // The name lives on the connection; a reconnect loses it, so set it again.
-            client.on_reconnect(move |_server| {
+            client.on_reconnect(move |server| {
                 let renamer = renamer.clone();
                 let name = name.clone();
                 async move {
-                    if let Err(error) = renamer.client_setname(name.as_str()).await {
+                    if let Err(error) =
+                        crate::cluster::set_name_on(&renamer, &server, name.as_str()).await
+                    {
                         tracing::warn!(%error, "could not name the connection again after reconnecting");
                     }
                     Ok(())
@@ -495,6 +528,14 @@ impl ConnectionConfig {
             });
         }
         Ok(client)
+    }
+}
+
+/// Back to fred's error, for the connect sequence (which reports fred errors).
+fn into_fred_error(error: RedisError) -> fred::error::Error {
+    match error {
+        RedisError::Command(error) | RedisError::Connect { source: error, .. } => error,
+        other => fred::error::Error::new(fred::error::ErrorKind::Unknown, other.to_string()),
     }
 }
 

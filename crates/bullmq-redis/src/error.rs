@@ -34,6 +34,20 @@ pub enum RedisError {
         #[source]
         source: fred::error::Error,
     },
+    /// The topology is a Redis Cluster and the queue's keys (or, for flows, the prefix's)
+    /// would not share one slot; refused before connecting, since every script of a queue
+    /// touches several of its keys at once.
+    #[error(transparent)]
+    CrossSlot(#[from] bullmq_protocol::cluster_slot::CrossSlotError),
+    /// A script call's keys cannot be routed on a Redis Cluster: none given, or not all in one
+    /// slot. Found before sending; a bug of the caller (every queue script passes its keys).
+    #[error("script `{script}` cannot run on a Redis Cluster: {detail}")]
+    ScriptKeys {
+        /// The script's name.
+        script: &'static str,
+        /// Which keys are at fault.
+        detail: String,
+    },
     /// A command or script failed.
     #[error("Redis command failed: {0}")]
     Command(#[from] fred::error::Error),

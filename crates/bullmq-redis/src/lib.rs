@@ -5,6 +5,7 @@
 //! functions.
 
 pub mod backend;
+pub mod cluster;
 pub mod connection;
 pub mod error;
 pub mod events;

@@ -11,10 +11,10 @@
 use std::sync::OnceLock;
 
 use fred::interfaces::LuaInterface;
-use fred::prelude::{Client, FromValue, Value};
-use fred::util::sha1_hash;
+use fred::prelude::{Client, ClientLike, FromValue, Value};
+use fred::util::{redis_keyslot, sha1_hash};
 
-use crate::error::Result;
+use crate::error::{RedisError, Result};
 
 /// One embedded Lua script.
 #[derive(Debug)]
@@ -53,7 +53,9 @@ impl Script {
     ///
     /// # Errors
     ///
-    /// [`crate::RedisError::Command`] when Redis fails the call or the script raises an error.
+    /// [`crate::RedisError::Command`] when Redis fails the call or the script raises an error;
+    /// [`crate::RedisError::ScriptKeys`], before sending, when `client` is a cluster client and
+    /// `keys` is empty (the call could not be routed to the queue's node) or spans slots.
     ///
     /// # Cancel safety
     ///
@@ -64,6 +66,15 @@ impl Script {
         keys: Vec<String>,
         args: Vec<Value>,
     ) -> Result<R> {
+        if client.is_clustered() {
+            // The cluster client routes EVALSHA by its first key; a call without keys would go
+            // to a random node, and keys of two slots fail there with CROSSSLOT after the
+            // round trip. Both are bugs of the caller: say so before sending anything.
+            one_slot(&keys).map_err(|detail| RedisError::ScriptKeys {
+                script: self.name,
+                detail,
+            })?;
+        }
         match client
             .evalsha::<R, _, _, _>(self.sha(), keys.clone(), args.clone())
             .await
@@ -82,6 +93,24 @@ impl Script {
     }
 }
 
+/// Checks that `keys` is not empty and that every key hashes to the first key's slot.
+fn one_slot(keys: &[String]) -> std::result::Result<(), String> {
+    let Some(first) = keys.first() else {
+        return Err("no KEYS to route the call by".to_owned());
+    };
+    let slot = redis_keyslot(first.as_bytes());
+    match keys
+        .iter()
+        .find(|key| redis_keyslot(key.as_bytes()) != slot)
+    {
+        Some(other) => Err(format!(
+            "keys `{first}` and `{other}` hash to different slots (give every queue a hash \
+             tag, e.g. the prefix `{{bull}}`)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Declares a [`Script`] static from files under the crate's `lua/` directory, includes first.
 ///
 /// ```ignore
@@ -95,4 +124,19 @@ macro_rules! lua_script {
             concat!($(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file)), "\n"),+),
         );
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_slot;
+
+    #[test]
+    fn keys_must_exist_and_share_the_first_ones_slot() {
+        let keys = |names: &[&str]| names.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>();
+        assert!(one_slot(&keys(&["{bull}:a:wait", "{bull}:b:meta", "{bull}:a:7"])).is_ok());
+        assert!(one_slot(&keys(&["bull:{a}:wait", "x:{a}:meta"])).is_ok());
+        assert!(one_slot(&[]).unwrap_err().contains("no KEYS"));
+        let error = one_slot(&keys(&["{bull}:a:wait", "{other}:a:wait"])).unwrap_err();
+        assert!(error.contains("`{other}:a:wait`"), "{error}");
+    }
 }

@@ -3,9 +3,9 @@
 
 use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
-use bullmq_redis::fred::prelude::{ClientInterface, ClientLike};
+use bullmq_redis::fred::prelude::ClientLike;
 use clap::Args;
-use ractor_bullmq::queue::parse_client_list;
+use ractor_bullmq::queue::parse_client_lists;
 use ractor_bullmq::{JobCounts, Queue, QueueOptions};
 use serde_json::{json, Map, Value};
 
@@ -71,7 +71,7 @@ async fn summarise(
         .await
         .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
     // Without CLIENT LIST the counts are still worth showing; only the workers are unknown.
-    let client_list: Option<String> = match client.client_list::<String, String>(None, None).await {
+    let client_list: Option<Vec<String>> = match bullmq_redis::cluster::client_lists(client).await {
         Ok(list) => Some(list),
         Err(error) => {
             eprintln!(
@@ -99,7 +99,7 @@ async fn summarise(
             .with_context(|| format!("reading whether queue {name:?} is paused"))?;
         let workers = client_list
             .as_deref()
-            .map(|list| parse_client_list(list, queue.keys()).len());
+            .map(|list| parse_client_lists(list, queue.keys()).len());
         queue.close().await?;
         summaries.push(QueueSummary {
             name,

@@ -32,8 +32,11 @@ impl RedisEventStream {
     ///
     /// # Errors
     ///
-    /// [`crate::RedisError::Connect`] when Redis cannot be reached.
+    /// [`crate::RedisError::Connect`] when Redis cannot be reached;
+    /// [`crate::RedisError::CrossSlot`] on a cluster when the queue's keys would not share a
+    /// slot.
     pub async fn connect(config: &ConnectionConfig, keys: &QueueKeys) -> crate::Result<Self> {
+        config.check_queue_keys(keys.prefix(), keys.name())?;
         let client = config.connect(Some(queue_events_client_name(keys))).await?;
         let (changes, _) = broadcast::channel(16);
         let lost = changes.clone();
@@ -134,8 +137,11 @@ impl RedisEventPublisher {
     ///
     /// # Errors
     ///
-    /// [`crate::RedisError::Connect`] when Redis cannot be reached.
+    /// [`crate::RedisError::Connect`] when Redis cannot be reached;
+    /// [`crate::RedisError::CrossSlot`] on a cluster when the queue's keys would not share a
+    /// slot.
     pub async fn connect(config: &ConnectionConfig, keys: &QueueKeys) -> crate::Result<Self> {
+        config.check_queue_keys(keys.prefix(), keys.name())?;
         let client = config.connect(None).await?;
         let owned = Connections::new(vec![client.clone()], Vec::new());
         let mut publisher = Self::with_client(client, keys);

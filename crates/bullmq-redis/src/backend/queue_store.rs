@@ -39,8 +39,10 @@ impl RedisQueueStore {
     /// # Errors
     ///
     /// [`crate::RedisError::Connect`] when Redis cannot be reached within the configured
-    /// timeout.
+    /// timeout; [`crate::RedisError::CrossSlot`] on a cluster when the queue's keys would not
+    /// share a slot.
     pub async fn connect(config: &ConnectionConfig, keys: QueueKeys) -> crate::Result<Self> {
+        config.check_queue_keys(keys.prefix(), keys.name())?;
         let client = config.connect(None).await?;
         let owned = Connections::new(vec![client.clone()], Vec::new());
         Ok(Self {

@@ -58,13 +58,16 @@ impl RedisWorkerStore {
     ///
     /// # Errors
     ///
-    /// [`crate::RedisError::Connect`] when Redis cannot be reached.
+    /// [`crate::RedisError::Connect`] when Redis cannot be reached;
+    /// [`crate::RedisError::CrossSlot`] on a cluster when the queue's keys would not share a
+    /// slot.
     pub async fn connect(
         config: &ConnectionConfig,
         prefix: &str,
         queue: &str,
         worker_name: Option<&str>,
     ) -> crate::Result<Self> {
+        config.check_queue_keys(prefix, queue)?;
         let keys = QueueKeys::new(prefix, queue);
         let name = keys.worker_client_name(worker_name);
         let client = config

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use fred::prelude::{Client, ClientLike, Value};
+use fred::types::config::Server;
 use fred::types::{ClusterHash, CustomCommand};
 
 use super::reply::{array, string, strings, unexpected};
@@ -25,25 +26,49 @@ const SCAN_COUNT: u32 = 1000;
 ///
 /// # Errors
 ///
-/// [`crate::RedisError::Command`] when SCAN fails.
+/// [`crate::RedisError::Command`] when SCAN fails. On a cluster every primary is scanned.
 pub async fn discover_queues(client: &Client, prefix: &str) -> Result<Vec<String>> {
     let mut names = BTreeSet::new();
+    match crate::cluster::primaries(client) {
+        None => scan_node(client, None, prefix, &mut names).await?,
+        // Each primary holds only its own slots' keys: scan them all.
+        Some(nodes) => {
+            for node in nodes {
+                scan_node(client, Some(node), prefix, &mut names).await?;
+            }
+        }
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// Adds the queues whose marker keys one node holds (`node`, or the only server) to `names`.
+async fn scan_node(
+    client: &Client,
+    node: Option<Server>,
+    prefix: &str,
+    names: &mut BTreeSet<String>,
+) -> Result<()> {
     for marker in MARKERS {
         let pattern = format!("{}:*:{marker}", glob_escape(prefix));
         let mut cursor = "0".to_owned();
         loop {
-            let reply: Value = client
-                .custom(
-                    CustomCommand::new_static("SCAN", ClusterHash::Random, false),
-                    vec![
-                        cursor.clone(),
-                        "MATCH".into(),
-                        pattern.clone(),
-                        "COUNT".into(),
-                        SCAN_COUNT.to_string(),
-                    ],
-                )
-                .await?;
+            let command = CustomCommand::new_static("SCAN", ClusterHash::Random, false);
+            let args = vec![
+                cursor.clone(),
+                "MATCH".into(),
+                pattern.clone(),
+                "COUNT".into(),
+                SCAN_COUNT.to_string(),
+            ];
+            let reply: Value = match &node {
+                Some(node) => {
+                    client
+                        .with_cluster_node(node.clone())
+                        .custom(command, args)
+                        .await?
+                }
+                None => client.custom(command, args).await?,
+            };
             let mut parts = array("SCAN", reply)?.into_iter();
             let (Some(next), Some(keys)) = (parts.next(), parts.next()) else {
                 return Err(unexpected("SCAN", "cursor and keys expected"));
@@ -59,7 +84,7 @@ pub async fn discover_queues(client: &Client, prefix: &str) -> Result<Vec<String
             }
         }
     }
-    Ok(names.into_iter().collect())
+    Ok(())
 }
 
 /// The queue name in `{prefix}:{name}:{marker}`, if `key` has that shape.

@@ -144,7 +144,10 @@ impl QueueEventsOptions {
     ///
     /// # Errors
     ///
-    /// [`QueueEventsError::InvalidOption`] naming the first bad option.
+    /// [`QueueEventsError::InvalidOption`] naming the first bad option;
+    /// [`QueueEventsError::Redis`] with [`bullmq_redis::RedisError::CrossSlot`] when
+    /// [`connection`](Self::connection) is a Redis Cluster and the queue's keys would not share
+    /// one slot.
     pub fn validate(&self) -> Result<(), QueueEventsError> {
         if self.queue.is_empty() {
             return Err(QueueEventsError::InvalidOption(
@@ -161,6 +164,13 @@ impl QueueEventsOptions {
             return Err(QueueEventsError::InvalidOption(
                 "block_timeout: must be at least 1 ms (XREAD BLOCK 0 would never return)".into(),
             ));
+        }
+        if self.backend.is_none() {
+            // On a Redis Cluster the stream must share its slot with the queue's other keys,
+            // or the events of the queue's scripts land where this reader is not looking.
+            self.connection
+                .check_queue_keys(&self.prefix, &self.queue)
+                .map_err(QueueEventsError::Redis)?;
         }
         if self.subscriber_buffer == 0 {
             return Err(QueueEventsError::InvalidOption(

@@ -53,8 +53,12 @@ impl FlowProducer {
     /// # Errors
     ///
     /// [`FlowError::Queue`] with the Redis connect error when Redis cannot be reached within
-    /// the configured connect timeout.
+    /// the configured connect timeout, or with [`bullmq_redis::RedisError::CrossSlot`] when
+    /// the connection is a Redis Cluster and the prefix holds no hash tag (a flow's queues
+    /// must share one slot: use a prefix such as `{bull}`).
     pub async fn new(options: FlowProducerOptions) -> Result<Self> {
+        // Checked before connecting: a flow's scripts touch the keys of several queues at once.
+        options.connection.check_prefix_keys(&options.prefix)?;
         let store = RedisFlowStore::connect(&options.connection).await?;
         Ok(Self::from_store(Arc::new(Traced(store)), options))
     }

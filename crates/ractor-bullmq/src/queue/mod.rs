@@ -50,7 +50,7 @@ pub use prometheus::prometheus_text;
 pub use queue_control::RateLimitTtl;
 pub use removal::{ObliterateOptions, RemoveOptions};
 pub use reports::{JobCounts, JobLogs, QueueMeta};
-pub use workers::{parse_client_list, WorkerInfo};
+pub use workers::{parse_client_list, parse_client_lists, WorkerInfo};
 
 use crate::error::{QueueError, Result};
 use crate::job::Job;
@@ -92,7 +92,10 @@ impl Queue {
     /// # Errors
     ///
     /// [`QueueError::Redis`] with [`bullmq_redis::RedisError::Connect`] when Redis cannot be
-    /// reached within [`bullmq_redis::ConnectionConfig::connect_timeout`].
+    /// reached within [`bullmq_redis::ConnectionConfig::connect_timeout`], with
+    /// [`bullmq_redis::RedisError::CrossSlot`] (before connecting) when the connection is a
+    /// Redis Cluster and the queue's keys would not share one slot (use a prefix such as
+    /// `{bull}` or a queue name such as `{emails}`).
     pub async fn new(name: impl Into<String>, options: QueueOptions) -> Result<Self> {
         let name = name.into();
         let keys = QueueKeys::new(options.prefix.clone(), name.clone());
@@ -123,13 +126,19 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`QueueError::Redis`] when writing `meta` fails.
+    /// [`QueueError::Redis`] when writing `meta` fails, or with
+    /// [`bullmq_redis::RedisError::CrossSlot`] when `client` is a cluster client and the
+    /// queue's keys would not share one slot.
     pub async fn with_client(
         name: impl Into<String>,
         client: Client,
         options: QueueOptions,
     ) -> Result<Self> {
         let name = name.into();
+        if bullmq_redis::fred::prelude::ClientLike::is_clustered(&client) {
+            bullmq_protocol::cluster_slot::check_queue_slot(&options.prefix, &name)
+                .map_err(bullmq_redis::RedisError::from)?;
+        }
         let keys = QueueKeys::new(options.prefix.clone(), name.clone());
         let store = RedisQueueStore::with_client(client.clone(), keys.clone());
         Self::open(name, keys, Arc::new(store), Some(client), options).await

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bullmq_protocol::keys::QueueKeys;
-use bullmq_redis::fred::prelude::ClientInterface;
 
 use crate::error::{QueueError, Result};
 use crate::queue::Queue;
@@ -87,6 +86,27 @@ pub fn parse_client_list(list: &str, keys: &QueueKeys) -> Vec<WorkerInfo> {
         .collect()
 }
 
+/// Picks the worker connections of `keys`' queue out of several `CLIENT LIST` replies, one per
+/// node of a cluster: those of the node listing the most, as Node's `getWorkers` does. A worker
+/// has a connection to every primary of a cluster (named on each), so one node's listing holds
+/// each worker once, where the sum would count it once per primary.
+///
+/// ```
+/// use bullmq_protocol::keys::QueueKeys;
+/// use ractor_bullmq::queue::parse_client_lists;
+/// let keys = QueueKeys::new("{bull}", "emails");
+/// let a = "id=7 addr=127.0.0.1:5000 name={bull}:ZW1haWxz:w:a age=1 idle=0\n".to_owned();
+/// let b = format!("{a}id=8 addr=127.0.0.1:5001 name={{bull}}:ZW1haWxz:w:b age=1 idle=0\n");
+/// assert_eq!(parse_client_lists(&[a, b], &keys).len(), 2);
+/// ```
+pub fn parse_client_lists(lists: &[String], keys: &QueueKeys) -> Vec<WorkerInfo> {
+    lists
+        .iter()
+        .map(|list| parse_client_list(list, keys))
+        .max_by_key(Vec::len)
+        .unwrap_or_default()
+}
+
 impl Queue {
     /// The workers of this queue, any language, read from `CLIENT LIST` as Node's
     /// `queue.getWorkers()`: connections named `{prefix}:{base64(queue)}` or
@@ -107,11 +127,9 @@ impl Queue {
         let client = self.redis_client().ok_or(QueueError::RedisOnly {
             operation: "get_workers",
         })?;
-        let list: String = client
-            .client_list::<String, String>(None, None)
-            .await
-            .map_err(bullmq_redis::RedisError::from)?;
-        Ok(parse_client_list(&list, self.keys()))
+        // Every primary of a cluster: a worker's connection is listed by the node it is on.
+        let lists = bullmq_redis::cluster::client_lists(client).await?;
+        Ok(parse_client_lists(&lists, self.keys()))
     }
 
     /// How many workers [`Queue::get_workers`] finds (Node `getWorkersCount`).

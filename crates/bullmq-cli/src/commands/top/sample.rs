@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
-use bullmq_redis::fred::prelude::{Client, ClientInterface, ClientLike};
-use ractor_bullmq::queue::parse_client_list;
+use bullmq_redis::fred::prelude::{Client, ClientLike};
+use ractor_bullmq::queue::parse_client_lists;
 use ractor_bullmq::{
     ConnectionConfig, MetricsKind, Queue, QueueError, QueueOptions, RetryFrom, RetryReset,
 };
@@ -71,9 +71,8 @@ impl Sampler {
         self.refreshes += 1;
         // One CLIENT LIST for all queues (what `Queue::get_workers` reads per queue), so a
         // prefix with many queues costs one listing per refresh, not one each.
-        let clients: String = self
-            .client
-            .client_list::<String, String>(None, None)
+        // On a cluster, every primary's listing.
+        let clients: Vec<String> = bullmq_redis::cluster::client_lists(&self.client)
             .await
             .context("CLIENT LIST failed (some hosted Redis services disable it)")?;
         let mut samples = Vec::with_capacity(self.queues.len());
@@ -166,12 +165,12 @@ impl Sampler {
     }
 }
 
-/// Counts, paused flag, workers (found in `clients`, the `CLIENT LIST` reply) and finished
+/// Counts, paused flag, workers (found in `clients`, the `CLIENT LIST` replies, one per cluster primary) and finished
 /// totals of one queue.
-async fn sample_queue(queue: &Queue, clients: &str) -> Result<QueueSample> {
+async fn sample_queue(queue: &Queue, clients: &[String]) -> Result<QueueSample> {
     let counts = queue.get_job_counts().await?;
     let paused = queue.is_paused().await?;
-    let workers = parse_client_list(clients, queue.keys()).len();
+    let workers = parse_client_lists(clients, queue.keys()).len();
     // Only the totals hash is wanted: the range 0..-1 would read every data point.
     let completed = queue.get_metrics(MetricsKind::Completed, 0, 0).await?;
     let failed = queue.get_metrics(MetricsKind::Failed, 0, 0).await?;
