@@ -453,9 +453,16 @@ async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Res
                 eprintln!("cluster: moved the {{bull}} slot from :{from} to :{to}");
             }
             "after the failover" => {
-                // Replication on loopback is immediate in practice; give it a moment anyway.
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                // Replication is asynchronous: a primary killed before its replica has its
+                // last writes takes them along (and the replica would hand out job ids again).
+                // Nothing may be lost *of what was replicated*, so wait for the replica first.
                 let dead = cluster.primary_of(&marker).await?;
+                eventually(
+                    "the replica has every write",
+                    Duration::from_secs(30),
+                    || async { replica_caught_up(cluster, dead).await },
+                )
+                .await?;
                 cluster.kill(dead).await?;
                 eventually(
                     "a replica takes over the slot",
@@ -504,6 +511,33 @@ async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Res
     queue.obliterate(true).await?;
     queue.close().await?;
     Ok(())
+}
+
+/// Whether every replica of the primary on `port` has acknowledged all of its writes
+/// (`INFO replication`: each `slaveN:…,offset=` equal to `master_repl_offset`).
+async fn replica_caught_up(cluster: &TestCluster, port: u16) -> bool {
+    let Ok(info) = cluster.cli(port, &["INFO", "replication"]).await else {
+        return false;
+    };
+    let field = |line: &str, name: &str| {
+        line.split(',')
+            .find_map(|part| part.trim().strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let primary = info
+        .lines()
+        .find_map(|line| field(line, "master_repl_offset:"));
+    let replicas: Vec<u64> = info
+        .lines()
+        .filter(|line| line.starts_with("slave") && line.contains("offset="))
+        .filter_map(|line| {
+            field(
+                line.split_once(':').map_or(line, |(_, rest)| rest),
+                "offset=",
+            )
+        })
+        .collect();
+    primary.is_some_and(|p| !replicas.is_empty() && replicas.iter().all(|&r| r == p))
 }
 
 /// `Queue::add`, retried for up to 30 s while the cluster fails over (a write sent to the
