@@ -24,6 +24,7 @@
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod all;
+mod cluster;
 mod fanout;
 mod flow;
 mod latency;
@@ -76,6 +77,19 @@ enum Benchmark {
     Producer {
         /// Jobs per scenario.
         #[arg(long, default_value_t = 100_000)]
+        jobs: u64,
+    },
+    /// The same N queues (each hash-tagged on its own slot) on one server (`--redis-url`) and
+    /// on a Redis Cluster (`--cluster-url redis-cluster://…`), filled and drained in one run.
+    Cluster {
+        /// The cluster to compare with (`redis-cluster://host:port?node=…`).
+        #[arg(long, env = "BENCH_CLUSTER_URL")]
+        cluster_url: String,
+        /// Queues, one Worker each.
+        #[arg(long, default_value_t = 6)]
+        queues: usize,
+        /// Jobs over all queues.
+        #[arg(long, default_value_t = 60_000)]
         jobs: u64,
     },
     /// Draining a filled queue with `workers` workers of `concurrency` slots in one process.
@@ -179,7 +193,10 @@ async fn run(cli: Cli) -> Result<()> {
     let wants_official = !cli.skip_official
         && !matches!(
             cli.benchmark,
-            Benchmark::RedisLimit { .. } | Benchmark::Fanout { .. } | Benchmark::Flow { .. }
+            Benchmark::RedisLimit { .. }
+                | Benchmark::Fanout { .. }
+                | Benchmark::Flow { .. }
+                | Benchmark::Cluster { .. }
         );
     let with_official = wants_official && official::available();
     if wants_official && !with_official {
@@ -242,6 +259,14 @@ async fn run(cli: Cli) -> Result<()> {
         Benchmark::Fanout { events, jobs } => fanout::markdown_table(
             &fanout::run(&connection, &admin, events, jobs, &[1, 100]).await?,
         ),
+        Benchmark::Cluster {
+            cluster_url,
+            queues,
+            jobs,
+        } => {
+            let cluster = ConnectionConfig::from_url(&cluster_url)?;
+            cluster::markdown_table(&cluster::run(&connection, &cluster, queues, jobs).await?)
+        }
         Benchmark::Flow { children } => {
             flow::markdown_table(&flow::run(&connection, &admin, children, sides.node, url).await?)
         }
