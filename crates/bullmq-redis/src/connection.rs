@@ -9,7 +9,7 @@ use fred::interfaces::ClientInterface;
 use fred::prelude::{
     Builder, Client, ClientLike, Config, EventInterface, ReconnectPolicy, ServerConfig,
 };
-use fred::types::config::{ClusterDiscoveryPolicy, Server};
+use fred::types::config::{ClusterDiscoveryPolicy, ReconnectError, Server};
 use fred::types::ClientUnblockFlag;
 
 use crate::error::{RedisError, Result};
@@ -383,6 +383,30 @@ impl ConnectionConfig {
         })
     }
 
+    /// The error replies after which the client drops its connection, reconnects (through the
+    /// Sentinels when there are some) and retries the command, instead of handing the error to
+    /// the caller.
+    ///
+    /// Behind Sentinel a failover turns the old primary into a replica, possibly while our
+    /// connection to it stays open: its writes then answer `READONLY` (scripts included), a
+    /// replica cut off from its primary `MASTERDOWN`, a primary that lost its replicas under
+    /// `min-replicas-to-write` `NOREPLICAS`, a replica still loading its copy `LOADING`. Each
+    /// means "this is not (or not yet) the primary": asking the Sentinels again is the fix,
+    /// and retrying is safe because the refused command wrote nothing.
+    fn reconnect_errors(&self) -> Vec<ReconnectError> {
+        match self.topology {
+            Topology::Sentinel { .. } => vec![
+                ReconnectError::ReadOnly,
+                ReconnectError::MasterDown,
+                ReconnectError::NoReplicas,
+                ReconnectError::Loading,
+            ],
+            // One server or a cluster: reconnecting reaches the same node, so the error goes
+            // to the caller (a cluster's CLUSTERDOWN and MOVED are handled by fred itself).
+            _ => Vec::new(),
+        }
+    }
+
     /// Connects a new client. When `client_name` is given the connection is named with
     /// `CLIENT SETNAME` (again after every reconnect), as Node BullMQ names its connections.
     ///
@@ -398,11 +422,13 @@ impl ConnectionConfig {
     pub async fn connect(&self, client_name: Option<String>) -> Result<Client> {
         let connect_timeout = self.connect_timeout;
         let command_timeout = self.command_timeout;
+        let reconnect_errors = self.reconnect_errors();
         let client = Builder::from_config(self.fred_config()?)
             .with_connection_config(|c| {
                 c.connection_timeout = connect_timeout;
                 c.internal_command_timeout = connect_timeout;
                 c.max_command_attempts = 3;
+                c.reconnect_errors = reconnect_errors;
             })
             .with_performance_config(|p| p.default_command_timeout = command_timeout)
             .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
