@@ -141,7 +141,11 @@ impl SentinelDeployment {
             let extra = if i == 0 {
                 spec.primary_args.clone()
             } else {
-                vec!["--replicaof".into(), "127.0.0.1".into(), primary.to_string()]
+                vec![
+                    "--replicaof".into(),
+                    "127.0.0.1".into(),
+                    primary.to_string(),
+                ]
             };
             deployment
                 .data
@@ -192,9 +196,7 @@ impl SentinelDeployment {
                 move || async move {
                     cli(primary_port, None, &["INFO", "replication"])
                         .await
-                        .map(|info| {
-                            info.matches(",state=online,").count() == replicas
-                        })
+                        .map(|info| info.matches(",state=online,").count() == replicas)
                         .unwrap_or(false)
                 },
             )
@@ -216,8 +218,7 @@ impl SentinelDeployment {
                                 return false;
                             };
                             field(&master, "num-slaves") == Some(replicas.to_string())
-                                && field(&master, "num-other-sentinels")
-                                    == Some(others.to_string())
+                                && field(&master, "num-other-sentinels") == Some(others.to_string())
                         }
                     },
                 )
