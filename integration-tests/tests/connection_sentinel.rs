@@ -7,118 +7,31 @@
 //! with a message when `redis-server` is missing.
 
 mod common;
+mod sentinel_deployment;
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use bullmq_redis::{RedisError, Topology};
-use common::eventually;
 use fred::prelude::{ClientLike, KeysInterface};
 use ractor_bullmq::ConnectionConfig;
-use tokio::process::{Child, Command};
+use sentinel_deployment::{DeploymentSpec, SentinelDeployment};
 
 const PRIMARY: u16 = 6560;
 const SENTINEL: u16 = 6561;
 const SENTINEL_PASSWORD: &str = "sentinel-secret";
 
-/// The primary and its Sentinel; killed and their directory removed when dropped.
-struct Deployment {
-    dir: PathBuf,
-    children: Vec<Child>,
-}
-
-impl Drop for Deployment {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.start_kill();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn server(args: &[&str], dir: &std::path::Path) -> Result<Child> {
-    Command::new("redis-server")
-        .args(args)
-        .args([
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-        ])
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting redis-server")
-}
-
-impl Deployment {
-    async fn start() -> Result<Self> {
-        let dir =
-            std::env::temp_dir().join(format!("bullmq-sentinel-{}", common::unique_queue("s")));
-        std::fs::create_dir_all(&dir)?;
-        let mut deployment = Self {
-            dir: dir.clone(),
-            children: Vec::new(),
-        };
-        deployment
-            .children
-            .push(server(&["--port", &PRIMARY.to_string()], &dir)?);
-        // A Sentinel rewrites its configuration file, so it gets one of its own.
-        let config = dir.join("sentinel.conf");
-        std::fs::write(
-            &config,
-            format!(
-                "port {SENTINEL}\nbind 127.0.0.1\nrequirepass {SENTINEL_PASSWORD}\n\
-                 sentinel monitor mymaster 127.0.0.1 {PRIMARY} 1\n"
-            ),
-        )?;
-        let sentinel = Command::new("redis-server")
-            .arg(&config)
-            .args(["--sentinel", "--dir"])
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting redis-server --sentinel")?;
-        deployment.children.push(sentinel);
-        for port in [PRIMARY, SENTINEL] {
-            eventually(
-                "a server listens",
-                Duration::from_secs(15),
-                move || async move {
-                    tokio::net::TcpStream::connect(("127.0.0.1", port))
-                        .await
-                        .is_ok()
-                },
-            )
-            .await?;
-        }
-        Ok(deployment)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sentinel_url_connects_to_the_monitored_primary() -> Result<()> {
-    if Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .await
-        .is_err()
-    {
+    if !sentinel_deployment::available().await {
         eprintln!("SKIPPING a_sentinel_url_connects_to_the_monitored_primary: no redis-server");
         return Ok(());
     }
-    let deployment = Deployment::start().await?;
+    let deployment = SentinelDeployment::start(DeploymentSpec {
+        sentinel_password: Some(SENTINEL_PASSWORD.into()),
+        ..DeploymentSpec::single(PRIMARY, SENTINEL)
+    })
+    .await?;
 
     let url = format!(
         "redis-sentinel://127.0.0.1:{SENTINEL}/3?sentinelServiceName=mymaster\

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fred::interfaces::ClientInterface;
 use fred::prelude::{Builder, Client, ClientLike, Config, EventInterface, ServerConfig};
-use fred::types::config::{ClusterDiscoveryPolicy, Server};
+use fred::types::config::{ClusterDiscoveryPolicy, ReconnectError, Server};
 use fred::types::ClientUnblockFlag;
 
 use crate::error::{RedisError, Result};
@@ -437,11 +437,36 @@ impl ConnectionConfig {
         Ok(())
     }
 
+    /// The error replies after which the client drops its connection, reconnects (through the
+    /// Sentinels when there are some) and retries the command, instead of handing the error to
+    /// the caller.
+    ///
+    /// Behind Sentinel a failover turns the old primary into a replica, possibly while our
+    /// connection to it stays open: its writes then answer `READONLY` (scripts included), a
+    /// replica cut off from its primary `MASTERDOWN`, a primary that lost its replicas under
+    /// `min-replicas-to-write` `NOREPLICAS`, a replica still loading its copy `LOADING`. Each
+    /// means "this is not (or not yet) the primary": asking the Sentinels again is the fix,
+    /// and retrying is safe because the refused command wrote nothing.
+    fn reconnect_errors(&self) -> Vec<ReconnectError> {
+        match self.topology {
+            Topology::Sentinel { .. } => vec![
+                ReconnectError::ReadOnly,
+                ReconnectError::MasterDown,
+                ReconnectError::NoReplicas,
+                ReconnectError::Loading,
+            ],
+            // One server or a cluster: reconnecting reaches the same node, so the error goes
+            // to the caller (a cluster's CLUSTERDOWN and MOVED are handled by fred itself).
+            _ => Vec::new(),
+        }
+    }
+
     /// Connects a new client. When `client_name` is given the connection is named with
     /// `CLIENT SETNAME` (again after every reconnect), as Node BullMQ names its connections.
     ///
-    /// The client reconnects by itself forever with exponential backoff (100 ms .. 2 s), so an
-    /// outage is survived without the caller doing anything.
+    /// The client reconnects by itself by [`ConnectionConfig::reconnect`] (by default forever,
+    /// exponential from 100 ms to 2 s with jitter), so an outage is survived without the caller
+    /// doing anything.
     ///
     /// # Errors
     ///
@@ -453,6 +478,7 @@ impl ConnectionConfig {
         let connect_timeout = self.connect_timeout;
         let command_timeout = self.command_timeout;
         let unresponsive = self.unresponsive_timeout;
+        let reconnect_errors = self.reconnect_errors();
         let client = Builder::from_config(self.fred_config()?)
             .with_connection_config(|c| {
                 c.connection_timeout = connect_timeout;
@@ -464,6 +490,7 @@ impl ConnectionConfig {
                     c.unresponsive.interval =
                         (bound / 4).clamp(Duration::from_millis(100), c.unresponsive.interval);
                 }
+                c.reconnect_errors = reconnect_errors;
             })
             .with_performance_config(|p| p.default_command_timeout = command_timeout)
             .set_policy(self.reconnect.policy())
