@@ -175,8 +175,9 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
     ensure!(before < JOBS, "the disruption comes mid-run");
     match disruption {
         Disruption::ManualFailover => {
-            // Held, not refused: the clients' writes wait on the old primary; the Sentinels'
-            // `CLIENT KILL` after demoting it sends them to the new one.
+            // Held, not refused: the clients' writes wait on the old primary until the
+            // Sentinels name the new one; then every client moves there (the primary watch)
+            // and the held commands are sent again on the new connection.
             cli(old_primary, None, &["CLIENT", "PAUSE", "5000", "WRITE"]).await?;
             let reply = deployment
                 .sentinel_command(&["SENTINEL", "FAILOVER", sentinel_deployment::SERVICE])
@@ -266,10 +267,29 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
         )
         .await?;
     }
+    let first_sentinel = base + 2;
+    let sentinel_clients = cli(first_sentinel, None, &["CLIENT", "LIST"]).await?;
+    ensure!(
+        sentinel_clients.contains("get-master-addr-by-name"),
+        "the primary watch asks the first Sentinel: {sentinel_clients}"
+    );
     worker.close().await?;
     events.close().await;
     queue.close().await?;
     collector.abort();
+
+    // With its last client closed, the primary watch closes its Sentinel connection too (the
+    // one whose last command asked for the primary).
+    eventually(
+        "no connection of ours left on the Sentinel",
+        Duration::from_secs(30),
+        || async move {
+            cli(first_sentinel, None, &["CLIENT", "LIST"])
+                .await
+                .is_ok_and(|list| !list.contains("get-master-addr-by-name"))
+        },
+    )
+    .await?;
 
     // Counted by job id: none lost; exactly once unless the job was active at the kill.
     let completions = completions.lock().expect("completions").clone();
@@ -349,9 +369,6 @@ fn stream_id(id: &str) -> (u64, u64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails: after SENTINEL FAILOVER our open connections keep writing to the old \
-            primary until the Sentinels demote it, and those writes are dropped when it \
-            resyncs (see docs/guides/production.md, Failover behind Sentinel)"]
 async fn a_manual_failover_mid_run_loses_and_repeats_nothing() -> Result<()> {
     if !sentinel_deployment::available().await {
         eprintln!("SKIPPING a_manual_failover_mid_run_loses_and_repeats_nothing: no redis-server");

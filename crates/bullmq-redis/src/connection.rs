@@ -12,6 +12,7 @@ use fred::types::ClientUnblockFlag;
 
 use crate::error::{RedisError, Result};
 
+mod primary_watch;
 mod reconnect;
 mod tls;
 mod topology;
@@ -498,7 +499,7 @@ impl ConnectionConfig {
             .map_err(|e| RedisError::Config(e.to_string()))?;
 
         let connect = async {
-            client.init().await?;
+            let connection = client.init().await?;
             if let Some(name) = &client_name {
                 // Every primary of a cluster: a blocking command runs on the node owning its
                 // key, and `getWorkers` must find the name there.
@@ -506,7 +507,7 @@ impl ConnectionConfig {
                     .await
                     .map_err(into_fred_error)?;
             }
-            Ok::<_, fred::error::Error>(())
+            Ok::<_, fred::error::Error>(connection)
         };
         let outcome = match tokio::time::timeout(connect_timeout, connect).await {
             Ok(outcome) => outcome,
@@ -523,21 +524,26 @@ impl ConnectionConfig {
                 },
             )),
         };
-        if let Err(source) = outcome {
-            // Shut the half-connected client down (it would keep reconnecting) in the
-            // background, so the caller gets its error when the connect timeout says so.
-            let abandoned = client.clone();
-            tokio::spawn(async move { quit_within(&abandoned, QUIT_TIMEOUT).await });
-            let source = if self.tls {
-                explain_tls_failure(source)
-            } else {
-                source
-            };
-            return Err(RedisError::Connect {
-                target: self.target(),
-                source,
-            });
-        }
+        let connection = match outcome {
+            Ok(connection) => connection,
+            Err(source) => {
+                // Shut the half-connected client down (it would keep reconnecting) in the
+                // background, so the caller gets its error when the connect timeout says so.
+                let abandoned = client.clone();
+                tokio::spawn(async move { quit_within(&abandoned, QUIT_TIMEOUT).await });
+                let source = if self.tls {
+                    explain_tls_failure(source)
+                } else {
+                    source
+                };
+                return Err(RedisError::Connect {
+                    target: self.target(),
+                    source,
+                });
+            }
+        };
+        // Behind Sentinel: onto a new primary as soon as the Sentinels name it.
+        primary_watch::follow(self, client.clone(), connection);
         if let Some(name) = client_name {
             let renamer = client.clone();
             // The name lives on the connection; a reconnect loses it, so set it again.
