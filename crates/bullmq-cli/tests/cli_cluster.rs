@@ -1,7 +1,8 @@
 //! The CLI on a Redis Cluster (`--redis-url redis-cluster://…`): `queues` finds a queue whose
 //! keys sit on one of three primaries, `stats --workers` and `workers` list a worker whose
 //! connections are on every primary, `jobs` lists its jobs, and an untagged prefix is refused
-//! with the hash-tag advice. The cluster (ports 7010-7012, bus 7070-7072) is started for this
+//! with the hash-tag advice, and `bullmq demo` runs its producer, supervised Workers and
+//! QueueEvents there. The cluster (ports 7010-7012, bus 7070-7072) is started for this
 //! test and stopped by PID when it ends, also on failure; skipped without `redis-server` or
 //! `redis-cli`.
 
@@ -101,6 +102,33 @@ async fn the_cli_inspects_queues_on_a_redis_cluster() -> Result<()> {
     ensure!(
         error.contains("hash tag") && error.contains("`{bull}`"),
         "{error}"
+    );
+
+    // The demo: a producer, two supervised Workers and a QueueEvents reader on the cluster,
+    // every job accounted for and the demo queue removed afterwards.
+    let demo = stdout_of(&bullmq(
+        "{bull}",
+        &[
+            "--json",
+            "demo",
+            "--jobs",
+            "200",
+            "--workers",
+            "2",
+            "--concurrency",
+            "10",
+            "--timeout",
+            "120",
+        ],
+    ))?;
+    let summary: serde_json::Value = serde_json::from_str(demo.trim()).context("demo --json")?;
+    let (completed, failed) = (
+        summary["completed"].as_u64().unwrap_or_default(),
+        summary["failed"].as_u64().unwrap_or_default(),
+    );
+    ensure!(
+        completed + failed == 200 && completed > 0 && summary["cleaned"] == json!(true),
+        "demo summary: {summary}"
     );
 
     worker.close().await?;
