@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context as _, Result};
 use common::eventually;
 use ractor_bullmq::protocol::state::JobState;
-use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
+use ractor_bullmq::{ConnectionConfig, MetricsKind, Queue, QueueOptions};
 use sentinel_deployment::{cli, DeploymentSpec, SentinelDeployment};
 use serde_json::json;
 
@@ -133,6 +133,26 @@ async fn check_getters(queue: &Queue, ids: &[String], log_line: &str) -> Result<
     ensure!(logs.logs == [log_line], "{logs:?}");
     ensure!(!queue.is_paused().await?);
     ensure!(queue.get_meta().await?.version.is_some());
+    // The other read-only getters: schedulers, metrics, dependencies, queue control.
+    ensure!(queue.get_job_schedulers(0, -1, true).await?.is_empty());
+    ensure!(queue.get_job_schedulers_count().await? == 0);
+    ensure!(queue.get_job_scheduler("none").await?.is_none());
+    let metrics = queue.get_metrics(MetricsKind::Completed, 0, -1).await?;
+    ensure!(metrics.count == 0 && metrics.data.is_empty(), "{metrics:?}");
+    let dependencies = queue.get_dependencies_count(&ids[0]).await?;
+    ensure!(
+        dependencies.processed + dependencies.unprocessed + dependencies.failed == 0,
+        "{dependencies:?}"
+    );
+    ensure!(queue.get_global_concurrency().await?.is_none());
+    ensure!(queue.get_global_rate_limit().await?.is_none());
+    ensure!(!queue.is_maxed().await?);
+    ensure!(queue.get_deduplication_job_id("none").await?.is_none());
+    let per_priority = queue.get_counts_per_priority(&[0]).await?;
+    ensure!(
+        per_priority.get(&0) == Some(&(JOBS as u64)),
+        "{per_priority:?}"
+    );
     Ok(())
 }
 
@@ -205,8 +225,9 @@ async fn scenario() -> Result<()> {
     let primary_scripts = script_calls(PRIMARY).await?;
     let primary_hgetall = calls(PRIMARY, "hgetall").await?;
     check_getters(&queue, &ids, "on line").await?;
-    // get_job_counts, get_job_ids, get_jobs' ranges, and one get_state per job are scripts;
-    // get_jobs reads JOBS hashes and get_meta one.
+    // get_job_counts, get_job_ids, get_jobs' ranges, one get_state per job, the scheduler
+    // reads, is_maxed and the counts per priority are scripts; get_jobs reads JOBS hashes and
+    // get_meta one.
     let scripts = script_calls(REPLICA).await?;
     ensure!(
         scripts >= 3 + JOBS as u64,
