@@ -7,7 +7,8 @@
 //!   by the replica (`INFO commandstats` on the replica counts the scripts and `HGETALL`s) and
 //!   return what was added, a write is never refused there (`READONLY` in `INFO errorstats`),
 //!   and closing the `Queue` leaves no connection of ours on the replica;
-//! * with the replica `SIGKILL`ed, every getter still answers, from the primary, quickly.
+//! * with the replica `SIGKILL`ed, every getter still answers, from the primary, quickly;
+//! * a `Queue` opened while the Sentinels list no healthy replica reads from the primary.
 //!
 //! Every process is killed by its PID when the deployment drops, also on failure. Skipped
 //! with a message without `redis-server`.
@@ -296,6 +297,40 @@ async fn scenario() -> Result<()> {
         "closing took {:?} with the replica dead",
         closing.elapsed()
     );
+
+    // Opened while the Sentinels list no healthy replica: everything on the primary.
+    eventually(
+        "the Sentinels see the replica disconnected",
+        Duration::from_secs(15),
+        || async {
+            cli(
+                7122,
+                None,
+                &["SENTINEL", "REPLICAS", sentinel_deployment::SERVICE],
+            )
+            .await
+            .is_ok_and(|reply| reply.contains("disconnected") || reply.contains("s_down"))
+        },
+    )
+    .await?;
+    let name = common::unique_queue("replica-none");
+    let opening = Instant::now();
+    let queue = Queue::new(&name, QueueOptions::new(replica_reads.clone())).await?;
+    ensure!(
+        opening.elapsed() < Duration::from_secs(2),
+        "opening took {:?} without a healthy replica",
+        opening.elapsed()
+    );
+    let ids = add_jobs(&queue, "none").await?;
+    queue.add_job_log(&ids[0], "none line", None).await?;
+    let started = Instant::now();
+    check_getters(&queue, &ids, "none line").await?;
+    ensure!(
+        started.elapsed() < Duration::from_secs(2),
+        "the getters took {:?} without a replica",
+        started.elapsed()
+    );
+    queue.close().await?;
     Ok(())
 }
 
