@@ -14,6 +14,7 @@ use crate::error::{RedisError, Result};
 
 mod primary_watch;
 mod reconnect;
+mod replica;
 mod tls;
 mod topology;
 mod url;
@@ -99,6 +100,13 @@ pub struct ConnectionConfig {
     /// [`DEFAULT_UNRESPONSIVE_TIMEOUT`], 30 s; `None` waits forever). Catches the server that
     /// hangs without closing the connection, which no reconnect policy would notice.
     pub unresponsive_timeout: Option<Duration>,
+    /// Send the queue store's read-only getters (jobs, counts, ranges, states, logs, meta,
+    /// metrics, dependencies, schedulers) to a healthy replica the Sentinels list, writes
+    /// staying on the primary (default off; `replica_reads=true` in a Sentinel URL). Sentinel
+    /// topology only. A getter may then see a slightly older state (replication is
+    /// asynchronous); when the replica cannot answer, the primary does. See the builder
+    /// [`ConnectionConfig::replica_reads()`].
+    pub replica_reads: bool,
 }
 
 // By hand, so that the password never lands in a log line.
@@ -117,6 +125,7 @@ impl fmt::Debug for ConnectionConfig {
             .field("command_timeout", &self.command_timeout)
             .field("reconnect", &self.reconnect)
             .field("unresponsive_timeout", &self.unresponsive_timeout)
+            .field("replica_reads", &self.replica_reads)
             .finish()
     }
 }
@@ -136,6 +145,7 @@ impl Default for ConnectionConfig {
             command_timeout: Duration::ZERO,
             reconnect: Reconnect::default(),
             unresponsive_timeout: Some(DEFAULT_UNRESPONSIVE_TIMEOUT),
+            replica_reads: false,
         }
     }
 }
@@ -150,6 +160,7 @@ impl ConnectionConfig {
     ///                                                            a cluster, from seed nodes
     /// redis-sentinel://[[user]:password@]host[:port][/db]?sentinelServiceName=NAME
     ///     [&node=host2:port2...][&sentinelUsername=U][&sentinelPassword=P]
+    ///     [&replica_reads=true]
     ///                                                            a primary behind Sentinel
     ///                                                            (host, port 26379, and the
     ///                                                            nodes are Sentinels)
@@ -165,6 +176,9 @@ impl ConnectionConfig {
     /// | `tls_cert=/path/client.pem&tls_key=/path/client.key` | present a client certificate (mutual TLS) |
     /// | `tls_server_name=NAME` | SNI and certificate check against `NAME` instead of the host |
     /// | `tls_danger_accept_invalid_certs=true` | **insecure**: accept any server certificate |
+    ///
+    /// Sentinel schemes also take `replica_reads=true` (or `false`): getters read from a replica
+    /// (see [`ConnectionConfig::replica_reads()`]).
     ///
     /// Percent-encode what a URL cannot hold as is (`/` in a path is fine).
     ///
@@ -188,7 +202,8 @@ impl ConnectionConfig {
     /// [`ACCEPTED_SCHEMES`], [`RedisError::Config`] (naming the problem, never the password)
     /// when it is not a valid URL of its form: a bad host or port, `node=` on a single-server
     /// scheme, a Sentinel URL without `sentinelServiceName`, a database on a cluster, a TLS
-    /// parameter on a plain scheme, or an unknown query parameter. The TLS files are read at
+    /// parameter on a plain scheme, `replica_reads` on a scheme that is not a Sentinel one, or
+    /// an unknown query parameter. The TLS files are read at
     /// connect time (or by [`ConnectionConfig::check`]).
     pub fn from_url(url: &str) -> Result<Self> {
         url::parse(url)
@@ -271,6 +286,26 @@ impl ConnectionConfig {
         self
     }
 
+    /// Whether the queue store sends its read-only getters to a replica the Sentinels list
+    /// (what is read where, and the fallback to the primary, are on the field of the same
+    /// name). Needs a Sentinel topology: [`ConnectionConfig::check`] and
+    /// [`ConnectionConfig::connect`] refuse it on any other.
+    ///
+    /// ```
+    /// use bullmq_redis::ConnectionConfig;
+    /// let config = ConnectionConfig::default()
+    ///     .sentinel("mymaster", [("10.0.0.5", 26379)])
+    ///     .replica_reads(true);
+    /// assert!(config.replica_reads);
+    /// assert!(config.check().is_ok());
+    /// assert!(ConnectionConfig::default().replica_reads(true).check().is_err());
+    /// ```
+    #[must_use]
+    pub fn replica_reads(mut self, on: bool) -> Self {
+        self.replica_reads = on;
+        self
+    }
+
     /// Turns TLS on and trusts the CA certificate(s) in the PEM file `path` instead of the
     /// platform roots.
     #[must_use]
@@ -344,6 +379,7 @@ impl ConnectionConfig {
     }
 
     fn fred_config(&self) -> Result<Config> {
+        replica::check_replica_reads(self)?;
         let server_name = self
             .tls
             .then(|| self.tls_options.server_name.clone())

@@ -219,3 +219,60 @@ fn incomplete_code_built_topologies_are_refused_before_connecting() {
     assert!(matches!(db.check(), Err(RedisError::Config(m)) if m.contains("database 0")));
     assert!(ConnectionConfig::default().check().is_ok());
 }
+
+#[test]
+fn replica_reads_are_opt_in_and_sentinel_only() {
+    let url = "redis-sentinel://app:dbpw@s1:26380/2?sentinelServiceName=mymaster\
+               &node=s2:26381&replica_reads=true";
+    let config = ConnectionConfig::from_url(url).unwrap();
+    assert!(config.replica_reads);
+    assert!(matches!(config.topology, Topology::Sentinel { .. }));
+    assert_eq!(config.db, 2);
+    assert!(config.check().is_ok());
+    assert!(format!("{config:?}").contains("replica_reads: true"));
+
+    let default = ConnectionConfig::from_url("redis-sentinel://s1?sentinelServiceName=m").unwrap();
+    assert!(!default.replica_reads);
+    assert!(!ConnectionConfig::default().replica_reads);
+
+    for url in [
+        "redis://u:hunter2@h:1?replica_reads=true",
+        "valkey-cluster://u:hunter2@h:7000?replica_reads=true",
+    ] {
+        let message = config_error(url);
+        assert!(message.contains("redis-sentinel://"), "{url}: {message}");
+        assert!(!message.contains("hunter2"), "{url}: {message}");
+    }
+    let message = config_error("redis-sentinel://h?sentinelServiceName=m&replica_reads=sometimes");
+    assert!(message.contains("true or false"), "{message}");
+
+    // Built in code: refused on the other topologies, before connecting.
+    for config in [
+        ConnectionConfig::default().replica_reads(true),
+        ConnectionConfig::default()
+            .cluster([("a", 7000)])
+            .replica_reads(true),
+    ] {
+        assert!(
+            matches!(config.check(), Err(RedisError::Config(m)) if m.contains("replica reads need Sentinel")),
+            "{config:?}"
+        );
+    }
+    let sentinel = ConnectionConfig::default()
+        .sentinel("mymaster", [("s", 26379)])
+        .replica_reads(true);
+    assert!(sentinel.replica_reads && sentinel.check().is_ok());
+}
+
+#[tokio::test]
+async fn connect_refuses_replica_reads_without_sentinel() {
+    let error = ConnectionConfig::default()
+        .replica_reads(true)
+        .connect(None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, RedisError::Config(m) if m.contains("replica reads need Sentinel")),
+        "{error}"
+    );
+}

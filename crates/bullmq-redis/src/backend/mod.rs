@@ -1,14 +1,15 @@
 //! [`RedisBackend`]: the [`bullmq_backend`] seam over Redis, in exactly Node BullMQ's layout.
 //!
 //! Each store owns its connections (closed by its `close` or when its last clone is dropped):
-//! a [`RedisQueueStore`] one command connection, a [`RedisWorkerStore`] a command and a
-//! blocking one, a [`RedisEventStream`] one blocking connection, a [`RedisEventPublisher`] one
-//! command connection. Connections are named as Node names them, so Node's `getWorkers` lists
+//! a [`RedisQueueStore`] one command connection (plus one to a replica with replica reads), a
+//! [`RedisWorkerStore`] a command and a blocking one, a [`RedisEventStream`] one blocking
+//! connection, a [`RedisEventPublisher`] one command connection. Connections are named as Node names them, so Node's `getWorkers` lists
 //! our workers.
 
 mod event_stream;
 mod flow_store;
 mod queue_store;
+mod replica_reads;
 mod worker_store;
 
 use std::sync::Arc;

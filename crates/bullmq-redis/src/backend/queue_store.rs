@@ -17,24 +17,30 @@ use bullmq_protocol::scheduler::{JobSchedulerRecord, NextIterationPlan, UpsertPl
 use bullmq_protocol::state::JobState;
 use fred::prelude::{Client, SortedSetsInterface};
 
+use super::replica_reads::ReadRoute;
 use crate::queue as calls;
 use crate::queue::queue_control as control;
 use crate::{ConnectionConfig, Connections};
 
-/// The producer and admin store of one queue on one Redis connection.
+/// The producer and admin store of one queue on one Redis connection (two with
+/// [`ConnectionConfig::replica_reads`]: the read-only getters then go to a replica, answered by
+/// the primary whenever the replica cannot).
 ///
-/// Cloning shares the connection. A store opened by [`RedisQueueStore::connect`] owns it: it
+/// Cloning shares the connections. A store opened by [`RedisQueueStore::connect`] owns it: it
 /// closes on [`QueueStore::close`] or when the last clone is dropped; one made
 /// [`RedisQueueStore::with_client`] leaves the client to its owner.
 #[derive(Debug, Clone)]
 pub struct RedisQueueStore {
     client: Client,
+    reads: ReadRoute,
     keys: QueueKeys,
     owned: Option<std::sync::Arc<Connections>>,
 }
 
 impl RedisQueueStore {
-    /// Connects a store for `keys`' queue (an unnamed connection, as Node's `Queue`).
+    /// Connects a store for `keys`' queue (an unnamed connection, as Node's `Queue`). With
+    /// [`ConnectionConfig::replica_reads`] it also connects to a healthy replica the Sentinels
+    /// list (none found or reachable: every read goes to the primary, logged at debug level).
     ///
     /// # Errors
     ///
@@ -44,8 +50,15 @@ impl RedisQueueStore {
     pub async fn connect(config: &ConnectionConfig, keys: QueueKeys) -> crate::Result<Self> {
         config.check_queue_keys(keys.prefix(), keys.name())?;
         let client = config.connect(None).await?;
-        let owned = Connections::new(vec![client.clone()], Vec::new());
+        let replica = config.connect_replica().await;
+        let owned = Connections::new(
+            std::iter::once(client.clone())
+                .chain(replica.clone())
+                .collect(),
+            Vec::new(),
+        );
         Ok(Self {
+            reads: ReadRoute::new(client.clone(), replica),
             client,
             keys,
             owned: Some(std::sync::Arc::new(owned)),
@@ -55,15 +68,22 @@ impl RedisQueueStore {
     /// A store on an existing client, which [`QueueStore::close`] leaves open.
     pub fn with_client(client: Client, keys: QueueKeys) -> Self {
         Self {
+            reads: ReadRoute::new(client.clone(), None),
             client,
             keys,
             owned: None,
         }
     }
 
-    /// The Redis client.
+    /// The Redis client (of the primary: every write goes there).
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The client of the replica the getters read from, `None` when they read from the primary
+    /// (replica reads off, or no healthy replica found when the store opened).
+    pub fn replica_client(&self) -> Option<&Client> {
+        self.reads.replica()
     }
 
     /// The queue's keys.
@@ -90,11 +110,19 @@ impl QueueAdmin for RedisQueueStore {
     }
 
     async fn get_meta(&self) -> BackendResult<HashMap<String, String>> {
-        Ok(calls::get_meta(&self.client, &self.keys).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { calls::get_meta(&c, keys).await })
+            .await?)
     }
 
     async fn get_counts(&self, states: &[JobState]) -> BackendResult<Vec<u64>> {
-        Ok(calls::get_counts(&self.client, &self.keys, states).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { calls::get_counts(&c, keys, states).await })
+            .await?)
     }
 
     async fn get_ranges(
@@ -104,15 +132,34 @@ impl QueueAdmin for RedisQueueStore {
         end: i64,
         ascending: bool,
     ) -> BackendResult<Vec<Vec<String>>> {
-        Ok(calls::get_ranges(&self.client, &self.keys, states, start, end, ascending).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(
+                |c| async move { calls::get_ranges(&c, keys, states, start, end, ascending).await },
+            )
+            .await?)
     }
 
     async fn get_state(&self, job_id: &str) -> BackendResult<JobState> {
-        Ok(calls::get_state(&self.client, &self.keys, job_id).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { calls::get_state(&c, keys, job_id).await })
+            .await?)
     }
 
     async fn get_job(&self, job_id: &str) -> BackendResult<Option<JobRecord>> {
-        let raw = calls::get_job_hash(&self.client, &self.keys, job_id).await?;
+        let keys = &self.keys;
+        let mut raw = self
+            .reads
+            .read(|c| async move { calls::get_job_hash(&c, keys, job_id).await })
+            .await?;
+        if raw.is_empty() && self.reads.replica().is_some() {
+            // Not on the replica may mean not there yet (a job just added, as
+            // `upsert_job_scheduler` reads back): the primary has the last word on absence.
+            raw = calls::get_job_hash(&self.client, keys, job_id).await?;
+        }
         if raw.is_empty() {
             return Ok(None);
         }
@@ -135,7 +182,14 @@ impl QueueAdmin for RedisQueueStore {
         end: i64,
         ascending: bool,
     ) -> BackendResult<(Vec<String>, u64)> {
-        Ok(calls::get_job_logs(&self.client, &self.keys, job_id, start, end, ascending).await?)
+        let keys = &self.keys;
+        Ok(
+            self.reads
+                .read(|c| async move {
+                    calls::get_job_logs(&c, keys, job_id, start, end, ascending).await
+                })
+                .await?,
+        )
     }
 
     async fn pause(&self) -> BackendResult<()> {
@@ -147,7 +201,11 @@ impl QueueAdmin for RedisQueueStore {
     }
 
     async fn is_paused(&self) -> BackendResult<bool> {
-        Ok(calls::is_paused(&self.client, &self.keys).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { calls::is_paused(&c, keys).await })
+            .await?)
     }
 
     async fn drain(&self, delayed: bool) -> BackendResult<u64> {
@@ -172,7 +230,11 @@ impl QueueAdmin for RedisQueueStore {
     }
 
     async fn get_metrics(&self, kind: MetricsKind, start: i64, end: i64) -> BackendResult<Metrics> {
-        Ok(calls::get_metrics(&self.client, &self.keys, kind, start, end).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { calls::get_metrics(&c, keys, kind, start, end).await })
+            .await?)
     }
 }
 
@@ -205,11 +267,19 @@ impl JobUpdates for RedisQueueStore {
 #[async_trait]
 impl JobFlows for RedisQueueStore {
     async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
-        Ok(calls::get_dependencies(&self.client, &self.keys, job_id).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { calls::get_dependencies(&c, keys, job_id).await })
+            .await?)
     }
 
     async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
-        Ok(calls::get_dependency_counts(&self.client, &self.keys, job_id).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { calls::get_dependency_counts(&c, keys, job_id).await })
+            .await?)
     }
 
     async fn get_dependencies_page(
@@ -219,10 +289,13 @@ impl JobFlows for RedisQueueStore {
         cursor: u64,
         count: u64,
     ) -> BackendResult<DependencyPage> {
-        Ok(
-            calls::get_dependencies_page(&self.client, &self.keys, job_id, kind, cursor, count)
-                .await?,
-        )
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move {
+                calls::get_dependencies_page(&c, keys, job_id, kind, cursor, count).await
+            })
+            .await?)
     }
 }
 
@@ -240,7 +313,10 @@ impl JobSchedulers for RedisQueueStore {
     }
 
     async fn get_job_scheduler(&self, id: &str) -> BackendResult<Option<JobSchedulerRecord>> {
-        calls::get_job_scheduler(&self.client, &self.keys, id).await
+        let keys = &self.keys;
+        self.reads
+            .read(|c| async move { calls::get_job_scheduler(&c, keys, id).await })
+            .await
     }
 
     async fn get_job_schedulers(
@@ -249,15 +325,27 @@ impl JobSchedulers for RedisQueueStore {
         end: i64,
         asc: bool,
     ) -> BackendResult<Vec<JobSchedulerRecord>> {
-        calls::get_job_schedulers(&self.client, &self.keys, start, end, asc).await
+        let (keys, primary) = (&self.keys, &self.client);
+        self.reads
+            .read(|c| async move {
+                calls::get_job_schedulers_from(&c, primary, keys, start, end, asc).await
+            })
+            .await
     }
 
     async fn get_job_schedulers_count(&self) -> BackendResult<u64> {
+        let key = self.keys.key(QueueKey::Repeat);
         let count: u64 = self
-            .client
-            .zcard(self.keys.key(QueueKey::Repeat))
-            .await
-            .map_err(crate::RedisError::from)?;
+            .reads
+            .read(|c| {
+                let key = key.clone();
+                async move {
+                    c.zcard::<u64, _>(key)
+                        .await
+                        .map_err(crate::RedisError::from)
+                }
+            })
+            .await?;
         Ok(count)
     }
 
@@ -349,7 +437,11 @@ impl QueueControl for RedisQueueStore {
     }
 
     async fn get_global_concurrency(&self) -> BackendResult<Option<u64>> {
-        let values = control::get_meta_fields(&self.client, &self.keys, &["concurrency"]).await?;
+        let keys = &self.keys;
+        let values = self
+            .reads
+            .read(|c| async move { control::get_meta_fields(&c, keys, &["concurrency"]).await })
+            .await?;
         Ok(concurrency_from_meta(
             values.first().and_then(Option::as_deref),
         ))
@@ -368,8 +460,11 @@ impl QueueControl for RedisQueueStore {
     }
 
     async fn get_global_rate_limit(&self) -> BackendResult<Option<GlobalRateLimit>> {
-        let values =
-            control::get_meta_fields(&self.client, &self.keys, &["max", "duration"]).await?;
+        let keys = &self.keys;
+        let values = self
+            .reads
+            .read(|c| async move { control::get_meta_fields(&c, keys, &["max", "duration"]).await })
+            .await?;
         let field = |i: usize| values.get(i).and_then(Option::as_deref);
         Ok(GlobalRateLimit::from_meta(field(0), field(1)))
     }
@@ -391,7 +486,11 @@ impl QueueControl for RedisQueueStore {
     }
 
     async fn is_maxed(&self) -> BackendResult<bool> {
-        Ok(control::is_maxed(&self.client, &self.keys).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { control::is_maxed(&c, keys).await })
+            .await?)
     }
 
     async fn trim_events(&self, max_length: u64) -> BackendResult<u64> {
@@ -399,7 +498,14 @@ impl QueueControl for RedisQueueStore {
     }
 
     async fn get_deduplication_job_id(&self, dedup_id: &str) -> BackendResult<Option<String>> {
-        Ok(control::get_string(&self.client, self.keys.deduplication(dedup_id)).await?)
+        let key = self.keys.deduplication(dedup_id);
+        Ok(self
+            .reads
+            .read(|c| {
+                let key = key.clone();
+                async move { control::get_string(&c, key).await }
+            })
+            .await?)
     }
 
     async fn remove_deduplication_key(&self, dedup_id: &str) -> BackendResult<bool> {
@@ -407,6 +513,10 @@ impl QueueControl for RedisQueueStore {
     }
 
     async fn get_counts_per_priority(&self, priorities: &[u32]) -> BackendResult<Vec<u64>> {
-        Ok(control::get_counts_per_priority(&self.client, &self.keys, priorities).await?)
+        let keys = &self.keys;
+        Ok(self
+            .reads
+            .read(|c| async move { control::get_counts_per_priority(&c, keys, priorities).await })
+            .await?)
     }
 }

@@ -1,4 +1,5 @@
-//! Connection URLs: the forms fred understands, plus our `tls_*` query parameters.
+//! Connection URLs: the forms fred understands, plus our `tls_*` and `replica_reads` query
+//! parameters.
 //!
 //! The server part (host, port, credentials, database, `node=`, `sentinel*=`) is read by fred's
 //! own parser so that a URL means here what it means to fred; around it we check the scheme,
@@ -27,6 +28,10 @@ const SERVER_PARAMETERS: [&str; 4] = [
     "sentinelPassword",
 ];
 
+/// Our Sentinel-only query parameter: getters read from a replica
+/// ([`ConnectionConfig::replica_reads`]).
+const REPLICA_READS: &str = "replica_reads";
+
 /// Our TLS query parameters (documented on [`ConnectionConfig::from_url`]).
 const TLS_PARAMETERS: [&str; 5] = [
     "tls_ca",
@@ -54,11 +59,26 @@ pub(super) fn parse(url: &str) -> Result<ConnectionConfig> {
     let problem = |what: String| RedisError::Config(format!("{shown}: {what}"));
 
     let mut tls_options = TlsOptions::default();
+    let mut replica_reads = false;
     for (key, value) in parsed.query_pairs() {
         let key = key.as_ref();
+        if key == REPLICA_READS {
+            if kind != Kind::Sentinel {
+                return Err(problem(format!(
+                    "`{REPLICA_READS}` reads from a replica the Sentinels list, which needs \
+                     redis-sentinel://"
+                )));
+            }
+            replica_reads = flag(&value).ok_or_else(|| {
+                problem(format!(
+                    "{REPLICA_READS} must be true or false, not `{value}`"
+                ))
+            })?;
+            continue;
+        }
         if !SERVER_PARAMETERS.contains(&key) && !TLS_PARAMETERS.contains(&key) {
             return Err(problem(format!(
-                "unknown query parameter `{key}` (known: {}, {})",
+                "unknown query parameter `{key}` (known: {}, {REPLICA_READS}, {})",
                 SERVER_PARAMETERS.join(", "),
                 TLS_PARAMETERS.join(", ")
             )));
@@ -93,15 +113,11 @@ pub(super) fn parse(url: &str) -> Result<ConnectionConfig> {
             "tls_key" => tls_options.key_file = Some(path()),
             "tls_server_name" => tls_options.server_name = Some(value.to_string()),
             "tls_danger_accept_invalid_certs" => {
-                tls_options.danger_accept_invalid_certs = match value.as_ref() {
-                    "true" | "1" | "yes" => true,
-                    "false" | "0" | "no" => false,
-                    other => {
-                        return Err(problem(format!(
-                            "tls_danger_accept_invalid_certs must be true or false, not `{other}`"
-                        )))
-                    }
-                }
+                tls_options.danger_accept_invalid_certs = flag(&value).ok_or_else(|| {
+                    problem(format!(
+                        "tls_danger_accept_invalid_certs must be true or false, not `{value}`"
+                    ))
+                })?;
             }
             _ => {}
         }
@@ -129,6 +145,7 @@ pub(super) fn parse(url: &str) -> Result<ConnectionConfig> {
         password: fred.password.clone(),
         tls,
         tls_options,
+        replica_reads,
         ..ConnectionConfig::default()
     };
     let first_node_first = |hosts: &[fred::types::config::Server]| {
@@ -170,6 +187,15 @@ pub(super) fn parse(url: &str) -> Result<ConnectionConfig> {
         }
     }
     Ok(config)
+}
+
+/// A boolean query value: `true`/`1`/`yes` or `false`/`0`/`no`.
+fn flag(value: &str) -> Option<bool> {
+    match value {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
 }
 
 /// `(tls, kind)` of a scheme, `None` when it is not one of
@@ -230,6 +256,34 @@ mod tests {
         assert_eq!(scheme_kind("redis-shard"), None);
         assert_eq!(scheme_kind("http"), None);
         assert_eq!(scheme_kind("redis+unix"), None);
+    }
+
+    #[test]
+    fn replica_reads_is_a_sentinel_flag() {
+        let on =
+            parse("redis-sentinel://h:26379?sentinelServiceName=m&replica_reads=true").unwrap();
+        assert!(on.replica_reads);
+        let off = parse("valkeys-sentinel://h?replica_reads=0&sentinelServiceName=m").unwrap();
+        assert!(!off.replica_reads);
+        assert!(
+            !parse("redis-sentinel://h?sentinelServiceName=m")
+                .unwrap()
+                .replica_reads
+        );
+        for url in [
+            "redis://h?replica_reads=true",
+            "rediss-cluster://h:7000?replica_reads=true",
+        ] {
+            let error = parse(url).unwrap_err().to_string();
+            assert!(error.contains("needs redis-sentinel://"), "{url}: {error}");
+        }
+        let error = parse("redis-sentinel://h?sentinelServiceName=m&replica_reads=maybe")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("must be true or false, not `maybe`"),
+            "{error}"
+        );
     }
 
     #[test]

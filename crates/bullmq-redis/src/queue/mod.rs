@@ -38,7 +38,7 @@ pub use job_control::{
 };
 pub use reads::{get_metrics, job_end, metrics_data_key, metrics_key};
 pub use schedulers::{
-    create_next_iteration, get_job_scheduler, get_job_schedulers, remove_job_scheduler,
-    upsert_job_scheduler,
+    create_next_iteration, get_job_scheduler, get_job_schedulers, get_job_schedulers_from,
+    remove_job_scheduler, upsert_job_scheduler,
 };
 pub use updates::{add_log, update_data, update_progress};

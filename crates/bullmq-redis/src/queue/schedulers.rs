@@ -240,6 +240,23 @@ pub async fn get_job_schedulers(
     end: i64,
     asc: bool,
 ) -> BackendResult<Vec<JobSchedulerRecord>> {
+    get_job_schedulers_from(client, client, keys, start, end, asc).await
+}
+
+/// [`get_job_schedulers`] reading on `reader` (a replica, for replica reads) and removing the
+/// stale entries on `writer` (the primary: a replica refuses writes).
+///
+/// # Errors
+///
+/// As [`get_job_schedulers`].
+pub async fn get_job_schedulers_from(
+    reader: &Client,
+    writer: &Client,
+    keys: &QueueKeys,
+    start: i64,
+    end: i64,
+    asc: bool,
+) -> BackendResult<Vec<JobSchedulerRecord>> {
     let args = vec![
         Value::from("range"),
         Value::from(start),
@@ -248,12 +265,12 @@ pub async fn get_job_schedulers(
     ];
     let mut out = Vec::new();
     let mut legacy = None;
-    for raw in read(client, keys, args).await? {
+    for raw in read(reader, keys, args).await? {
         if raw.2.is_empty() {
             if has_legacy_repeat_key_shape(&raw.0) {
                 legacy.get_or_insert(raw.0);
             } else {
-                remove_job_scheduler(client, keys, &raw.0).await?;
+                remove_job_scheduler(writer, keys, &raw.0).await?;
             }
             continue;
         }
