@@ -15,6 +15,7 @@ use crate::error::{RedisError, Result};
 mod primary_watch;
 mod reconnect;
 mod replica;
+mod sentinel_node;
 mod tls;
 mod topology;
 mod url;

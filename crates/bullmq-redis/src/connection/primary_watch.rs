@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use fred::prelude::{Builder, Client, ClientLike, Config, ServerConfig};
+use fred::prelude::{Client, ClientLike};
 use fred::types::config::Server;
 use fred::types::{ClientState, ClusterHash, ConnectHandle, CustomCommand, Value};
 use tokio::sync::watch;
@@ -224,45 +224,11 @@ impl Sentinel {
 
     async fn connect(&self) -> Option<Client> {
         let node = self.nodes.get(self.next % self.nodes.len().max(1))?;
-        let Topology::Sentinel {
-            username, password, ..
-        } = &self.config.topology
-        else {
-            return None;
-        };
-        let server_name = self
-            .config
-            .tls
-            .then(|| self.config.tls_options.server_name.clone())
-            .flatten();
-        let tls = if self.config.tls {
-            self.config.tls_options.fred_tls().ok()
-        } else {
-            None
-        };
-        let fred_config = Config {
-            server: ServerConfig::Centralized {
-                server: Server::new_with_tls(node.host.clone(), node.port, server_name),
-            },
-            username: username.clone(),
-            password: password.clone(),
-            fail_fast: true,
-            tls,
-            ..Config::default()
-        };
-        let timeout = self.config.connect_timeout;
-        let client = Builder::from_config(fred_config)
-            .with_connection_config(|c| {
-                c.connection_timeout = timeout;
-                c.internal_command_timeout = timeout;
-            })
-            .build()
-            .ok()?;
-        match tokio::time::timeout(timeout, client.init()).await {
-            Ok(Ok(_)) => Some(client),
-            _ => {
-                let abandoned = client.clone();
-                tokio::spawn(async move { quit_within(&abandoned, QUIT_TIMEOUT).await });
+        let sentinel = self.config.sentinel_node(node)?;
+        match sentinel.connect(None).await {
+            Ok(client) => Some(client),
+            Err(error) => {
+                tracing::debug!(sentinel = %node, %error, "Sentinel unreachable for the primary watch");
                 None
             }
         }

@@ -159,25 +159,13 @@ impl ConnectionConfig {
         let Topology::Sentinel {
             service_name,
             nodes,
-            username,
-            password,
+            ..
         } = &self.topology
         else {
             return None;
         };
         for node in nodes {
-            // The Sentinel itself, as one server: its own credentials, no database.
-            let mut sentinel = self.clone();
-            sentinel.host = node.host.clone();
-            sentinel.port = node.port;
-            sentinel.topology = Topology::Single;
-            sentinel.replica_reads = false;
-            sentinel.db = 0;
-            sentinel.username = username.clone();
-            sentinel.password = password.clone();
-            if sentinel.command_timeout.is_zero() {
-                sentinel.command_timeout = sentinel.connect_timeout;
-            }
+            let sentinel = self.sentinel_node(node)?;
             let client = match sentinel.connect(None).await {
                 Ok(client) => client,
                 Err(error) => {
