@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::rpc::CallResult;
 use ractor::{ActorRef, ActorStatus};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
+use super::close::{close_in_two_steps, CloseOutcome};
 use super::errors::WorkerError;
 use super::worker::{CloseReport, WorkerMsg};
 
@@ -206,40 +206,16 @@ impl WorkerHandle {
     pub async fn close_timeout(&self, timeout: Duration) -> Result<CloseReport, WorkerError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let graceful = timeout.saturating_sub((timeout / 2).min(FORCED_RESERVE));
-        if !graceful.is_zero() {
-            let closed = self
-                .actor
-                .call(
-                    |reply| WorkerMsg::Close {
-                        force: false,
-                        reply,
-                    },
-                    Some(graceful),
-                )
-                .await;
-            match closed {
-                Ok(CallResult::Success(report)) => return self.stopped(report, deadline).await,
-                Ok(CallResult::Timeout) => {}
-                _ => return Err(WorkerError::NotRunning),
-            }
-        }
-        let grace = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let closed = self
-            .actor
-            .call(
-                |reply| WorkerMsg::CloseWithin { grace, reply },
-                Some(grace + CLOSE_SLACK),
-            )
-            .await;
-        match closed {
-            Ok(CallResult::Success(report)) => self.stopped(report, deadline).await,
-            Ok(CallResult::Timeout) => {
+        let grace = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        match close_in_two_steps(&self.actor, graceful, grace, CLOSE_SLACK).await {
+            CloseOutcome::Closed(report) => self.stopped(report, deadline).await,
+            CloseOutcome::TimedOut => {
                 tracing::warn!(worker = %self.actor.get_id(), ?timeout, "worker did not close in time; killing it");
                 self.actor.kill();
                 let _ = tokio::time::timeout(CLOSE_SLACK, self.wait()).await;
                 Err(WorkerError::CloseTimedOut { after: timeout })
             }
-            _ => Err(WorkerError::NotRunning),
+            CloseOutcome::NotRunning => Err(WorkerError::NotRunning),
         }
     }
 

@@ -24,6 +24,7 @@
 //! ```
 
 mod callbacks;
+mod close;
 mod context;
 mod dispatcher;
 mod errors;

@@ -13,11 +13,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
 use tokio::time::Instant;
 
 use super::callbacks::WorkerCallbacks;
+use super::close::{close_in_two_steps, CloseOutcome};
 use super::options::WorkerOptions;
 use super::worker::{Worker, WorkerArgs, WorkerMsg};
 use super::Processor;
@@ -251,36 +251,19 @@ async fn close_worker(
     if let Some((at, _)) = deadlines {
         graceful = graceful.min(at.saturating_duration_since(Instant::now()));
     }
-    if !graceful.is_zero() {
-        let closed = worker
-            .call(
-                |reply| WorkerMsg::Close {
-                    force: false,
-                    reply,
-                },
-                Some(graceful),
-            )
-            .await;
-        if let Ok(CallResult::Success(report)) = closed {
-            log_left_behind(&worker, &report);
-            return;
-        }
-    }
-    tracing::info!(worker = %worker.get_id(), "graceful close budget spent; cancelling running jobs");
     // The Worker answers within its grace even with Redis unresponsive, so the supervisor need
-    // not kill it (a kill would lose the report below).
-    let mut grace = reserve.max(Duration::from_millis(500));
-    if let Some((_, end)) = deadlines {
-        let left = end.saturating_duration_since(Instant::now());
-        grace = grace.min(left.saturating_sub(STOP_MARGIN));
-    }
-    let closed = worker
-        .call(
-            |reply| WorkerMsg::CloseWithin { grace, reply },
-            Some(grace + Duration::from_millis(500)),
-        )
-        .await;
-    if let Ok(CallResult::Success(report)) = closed {
+    // not kill it (a kill would lose the report).
+    let grace = || {
+        let mut grace = reserve.max(Duration::from_millis(500));
+        if let Some((_, end)) = deadlines {
+            let left = end.saturating_duration_since(Instant::now());
+            grace = grace.min(left.saturating_sub(STOP_MARGIN));
+        }
+        grace
+    };
+    if let CloseOutcome::Closed(report) =
+        close_in_two_steps(&worker, graceful, grace, Duration::from_millis(500)).await
+    {
         log_left_behind(&worker, &report);
     }
 }
