@@ -40,7 +40,7 @@ struct GlobalArgs {
     /// A primary behind Sentinel:
     /// redis-sentinel://[user:pass@]host[:port][/db]?sentinelServiceName=NAME&node=host2:port2
     /// (host and nodes are Sentinels, default port 26379; sentinelUsername=U&sentinelPassword=P
-    /// for their own credentials)
+    /// for their own credentials; replica_reads=true reads from a healthy replica)
     ///
     /// TLS: rediss://, rediss-cluster://, rediss-sentinel://, taking the query parameters
     /// tls_ca=CA.pem (trust this CA instead of the system's), tls_cert=CERT.pem&tls_key=KEY.pem
