@@ -240,3 +240,35 @@ impl Sentinel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_is_on_the_primary_when_its_server_has_the_announced_address() {
+        let primary = Primary {
+            host: "127.0.0.1".into(),
+            port: 7101,
+        };
+        assert!(primary.serves(&Server::new("127.0.0.1", 7101)));
+        assert!(!primary.serves(&Server::new("127.0.0.1", 7100)));
+        assert!(!primary.serves(&Server::new("10.0.0.1", 7101)));
+    }
+
+    #[test]
+    fn clients_of_one_sentinel_service_share_a_poller_and_others_do_not() {
+        let url = |service: &str| {
+            ConnectionConfig::from_url(&format!(
+                "redis-sentinel://127.0.0.1:26379?sentinelServiceName={service}"
+            ))
+            .unwrap()
+        };
+        assert_eq!(poller_key(&url("a")), poller_key(&url("a")));
+        assert_ne!(poller_key(&url("a")), poller_key(&url("b")));
+        let mut other_db = url("a");
+        other_db.db = 3;
+        // The primary is the same whatever the database: one poller.
+        assert_eq!(poller_key(&other_db), poller_key(&url("a")));
+    }
+}
