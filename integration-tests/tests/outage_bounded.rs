@@ -27,7 +27,7 @@ use fred::prelude::ClientLike;
 use ractor_bullmq::protocol::state::JobState;
 use ractor_bullmq::runtime::{Runtime, RuntimeOptions};
 use ractor_bullmq::supervision::{Backoff, RuntimeEvent, SupervisorOptions};
-use ractor_bullmq::worker::{Job, JobContext, WorkerError};
+use ractor_bullmq::worker::{CloseReport, Job, JobContext, WorkerError};
 use ractor_bullmq::{
     ConnectionConfig, Queue, QueueEventsHandle, QueueEventsOptions, QueueOptions, Worker,
     WorkerArgs, WorkerCallbacks, WorkerOptions,
@@ -62,13 +62,61 @@ fn short_locks(name: &str) -> WorkerOptions {
         .drain_delay(Duration::from_secs(1))
 }
 
-/// A server on `port`, or `None` (with a message) when `redis-server` is not installed.
-async fn server(port: u16) -> anyhow::Result<Option<TestRedis>> {
-    if !TestRedis::available().await {
-        eprintln!("SKIPPING: no redis-server binary");
-        return Ok(None);
+/// One test's own server, how to reach it, and a fresh queue name on it.
+struct Setup {
+    redis: TestRedis,
+    url: String,
+    config: ConnectionConfig,
+    name: String,
+}
+
+impl Setup {
+    /// A server on `port` and a queue named after `queue`, or `None` (with a message) when
+    /// `redis-server` is not installed.
+    async fn start(port: u16, queue: &str) -> anyhow::Result<Option<Self>> {
+        if !TestRedis::available().await {
+            eprintln!("SKIPPING: no redis-server binary");
+            return Ok(None);
+        }
+        let redis = TestRedis::start_on(port).await?;
+        let url = redis.url();
+        let config = ConnectionConfig::from_url(&url)?;
+        Ok(Some(Self {
+            redis,
+            url,
+            config,
+            name: unique_queue(queue),
+        }))
     }
-    Ok(Some(TestRedis::start_on(port).await?))
+
+    /// Checks that the test left no connection on the server, then stops it.
+    async fn finish(mut self) -> anyhow::Result<()> {
+        no_client_left(&self.url).await?;
+        self.redis.stop().await
+    }
+}
+
+/// Worker callbacks that count the Worker's `NoProgress` errors (its watchdog firing).
+fn count_no_progress() -> (Arc<AtomicUsize>, WorkerCallbacks) {
+    let stuck = Arc::new(AtomicUsize::new(0));
+    let callbacks = WorkerCallbacks::new().on_error({
+        let stuck = stuck.clone();
+        move |error| {
+            if matches!(error, WorkerError::NoProgress { .. }) {
+                stuck.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    (stuck, callbacks)
+}
+
+/// The close `report` lists exactly the jobs `ids` as left for stalled recovery.
+fn assert_left_behind(report: &CloseReport, ids: &[String]) {
+    let mut left = report.left_for_stalled_recovery.clone();
+    left.sort();
+    let mut ids = ids.to_vec();
+    ids.sort();
+    assert_eq!(left, ids, "every active job is reported as left behind");
 }
 
 /// Clients connected to the server at `url`, not counting the one asking.
@@ -149,12 +197,10 @@ async fn recovered(config: &ConnectionConfig, name: &str, ids: &[String]) -> any
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_timeout_returns_in_time_with_redis_frozen_and_nothing_is_lost() -> anyhow::Result<()>
 {
-    let Some(mut redis) = server(6601).await? else {
+    let Some(mut setup) = Setup::start(6601, "frozen-close").await? else {
         return Ok(());
     };
-    let url = redis.url();
-    let config = ConnectionConfig::from_url(&url)?;
-    let name = unique_queue("frozen-close");
+    let (config, name) = (setup.config.clone(), setup.name.clone());
     let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
     let errors = Arc::new(AtomicUsize::new(0));
     let callbacks = WorkerCallbacks::new().on_error({
@@ -167,9 +213,9 @@ async fn close_timeout_returns_in_time_with_redis_frozen_and_nothing_is_lost() -
         .await?
         .callbacks(callbacks);
     let worker = Worker::spawn(args).await?;
-    let mut ids = add_active(&queue, 2).await?;
+    let ids = add_active(&queue, 2).await?;
 
-    redis.pause()?;
+    setup.redis.pause()?;
     let bound = Duration::from_secs(3);
     let report = within(
         "close_timeout with Redis frozen",
@@ -177,38 +223,31 @@ async fn close_timeout_returns_in_time_with_redis_frozen_and_nothing_is_lost() -
         worker.close_timeout(bound),
     )
     .await??;
-    let mut left = report.left_for_stalled_recovery.clone();
-    left.sort();
-    ids.sort();
-    assert_eq!(left, ids, "both active jobs are reported as left behind");
+    assert_left_behind(&report, &ids);
     assert!(
         !worker.is_running().await,
         "the Worker actor stopped with its close"
     );
 
-    redis.resume()?;
+    setup.redis.resume()?;
     recovered(&config, &name, &ids).await?;
     queue.close().await?;
-    no_client_left(&url).await?;
-    redis.stop().await?;
-    Ok(())
+    setup.finish().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_force_returns_in_time_with_redis_frozen() -> anyhow::Result<()> {
-    let Some(mut redis) = server(6604).await? else {
+    let Some(mut setup) = Setup::start(6604, "frozen-force").await? else {
         return Ok(());
     };
-    let url = redis.url();
-    let config = ConnectionConfig::from_url(&url)?;
-    let name = unique_queue("frozen-force");
+    let (config, name) = (setup.config.clone(), setup.name.clone());
     let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
     let args =
         WorkerArgs::connect(&config, &name, hold, short_locks("forced").concurrency(3)).await?;
     let worker = Worker::spawn(args).await?;
-    let mut ids = add_active(&queue, 3).await?;
+    let ids = add_active(&queue, 3).await?;
 
-    redis.pause()?;
+    setup.redis.pause()?;
     // Documented bound: 3 s for store calls in flight, 1 s for the connections.
     let report = within(
         "close_force with Redis frozen",
@@ -216,28 +255,21 @@ async fn close_force_returns_in_time_with_redis_frozen() -> anyhow::Result<()> {
         worker.close_force(),
     )
     .await??;
-    let mut left = report.left_for_stalled_recovery.clone();
-    left.sort();
-    ids.sort();
-    assert_eq!(left, ids, "every active job is reported as left behind");
+    assert_left_behind(&report, &ids);
 
-    redis.resume()?;
+    setup.redis.resume()?;
     recovered(&config, &name, &ids).await?;
     queue.close().await?;
-    no_client_left(&url).await?;
-    redis.stop().await?;
-    Ok(())
+    setup.finish().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runtime_shutdown_queue_and_queue_events_close_return_in_time_with_redis_frozen(
 ) -> anyhow::Result<()> {
-    let Some(mut redis) = server(6602).await? else {
+    let Some(mut setup) = Setup::start(6602, "frozen-shutdown").await? else {
         return Ok(());
     };
-    let url = redis.url();
-    let config = ConnectionConfig::from_url(&url)?;
-    let name = unique_queue("frozen-shutdown");
+    let (config, name) = (setup.config.clone(), setup.name.clone());
     let runtime = Runtime::start(RuntimeOptions::default().connection(config.clone())).await?;
     runtime
         .start_worker(&name, hold, short_locks("rt").concurrency(2))
@@ -250,7 +282,7 @@ async fn runtime_shutdown_queue_and_queue_events_close_return_in_time_with_redis
     let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
     let ids = add_active(&queue, 2).await?;
 
-    redis.pause()?;
+    setup.redis.pause()?;
     let bound = Duration::from_secs(5);
     let shutdown = within(
         "Runtime::shutdown with Redis frozen",
@@ -273,22 +305,18 @@ async fn runtime_shutdown_queue_and_queue_events_close_return_in_time_with_redis
     )
     .await??;
 
-    redis.resume()?;
+    setup.redis.resume()?;
     recovered(&config, &name, &ids).await?;
-    no_client_left(&url).await?;
-    redis.stop().await?;
-    Ok(())
+    setup.finish().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_supervised_worker_is_restarted_and_works_after_redis_answers_again(
 ) -> anyhow::Result<()> {
-    let Some(mut redis) = server(6603).await? else {
+    let Some(mut setup) = Setup::start(6603, "frozen-watchdog").await? else {
         return Ok(());
     };
-    let url = redis.url();
-    let config = ConnectionConfig::from_url(&url)?;
-    let name = unique_queue("frozen-watchdog");
+    let (config, name) = (setup.config.clone(), setup.name.clone());
     let supervisor = SupervisorOptions::default()
         .max_restarts(100)
         .period(Duration::from_secs(60))
@@ -307,15 +335,7 @@ async fn a_stuck_supervised_worker_is_restarted_and_works_after_redis_answers_ag
         .name("wd")
         .drain_delay(Duration::from_secs(1))
         .progress_timeout(Some(Duration::from_secs(3)));
-    let stuck = Arc::new(AtomicUsize::new(0));
-    let callbacks = WorkerCallbacks::new().on_error({
-        let stuck = stuck.clone();
-        move |error| {
-            if matches!(error, WorkerError::NoProgress { .. }) {
-                stuck.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-    });
+    let (stuck, callbacks) = count_no_progress();
     let spec = runtime
         .worker_spec(name.clone(), echo, options)
         .callbacks(callbacks);
@@ -330,7 +350,7 @@ async fn a_stuck_supervised_worker_is_restarted_and_works_after_redis_answers_ag
     // Frozen for longer than the watchdog's bound (3 s, ticking every 750 ms): the Worker
     // stops with `NoProgress`; the supervisor's restarts fail to connect while the server is
     // frozen (`ChildStartFailed`), and one succeeds after it answers again (`ChildRestarted`).
-    redis.pause()?;
+    setup.redis.pause()?;
     eventually(
         "the watchdog stopped the Worker",
         Duration::from_secs(20),
@@ -342,7 +362,7 @@ async fn a_stuck_supervised_worker_is_restarted_and_works_after_redis_answers_ag
         "no Worker runs while Redis is frozen"
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
-    redis.resume()?;
+    setup.redis.resume()?;
     tokio::time::timeout(LONG, async {
         loop {
             match runtime_events.recv().await {
@@ -368,29 +388,17 @@ async fn a_stuck_supervised_worker_is_restarted_and_works_after_redis_answers_ag
 
     runtime.shutdown(Duration::from_secs(10)).await?;
     queue.close().await?;
-    no_client_left(&url).await?;
-    redis.stop().await?;
-    Ok(())
+    setup.finish().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_whose_connection_is_known_lost_rides_out_an_outage_longer_than_the_watchdog(
 ) -> anyhow::Result<()> {
-    let Some(mut redis) = server(6605).await? else {
+    let Some(mut setup) = Setup::start(6605, "killed-watchdog").await? else {
         return Ok(());
     };
-    let url = redis.url();
-    let config = ConnectionConfig::from_url(&url)?;
-    let name = unique_queue("killed-watchdog");
-    let stuck = Arc::new(AtomicUsize::new(0));
-    let callbacks = WorkerCallbacks::new().on_error({
-        let stuck = stuck.clone();
-        move |error| {
-            if matches!(error, WorkerError::NoProgress { .. }) {
-                stuck.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-    });
+    let (config, name) = (setup.config.clone(), setup.name.clone());
+    let (stuck, callbacks) = count_no_progress();
     let options = WorkerOptions::new()
         .name("ride")
         .drain_delay(Duration::from_secs(1))
@@ -402,9 +410,9 @@ async fn a_worker_whose_connection_is_known_lost_rides_out_an_outage_longer_than
 
     // A crash, not a freeze: the client sees its connections drop and reconnects by itself,
     // so the watchdog (bound 2 s) waits for it instead of stopping the Worker.
-    redis.stop().await?;
+    setup.redis.stop().await?;
     tokio::time::sleep(Duration::from_secs(6)).await;
-    redis.spawn().await?;
+    setup.redis.spawn().await?;
 
     let queue = Queue::new(&name, QueueOptions::new(config.clone())).await?;
     let after = queue.add("after", json!({})).await?.id().to_string();
@@ -418,7 +426,5 @@ async fn a_worker_whose_connection_is_known_lost_rides_out_an_outage_longer_than
     assert!(worker.is_running().await, "the same Worker runs");
     worker.close().await?;
     queue.close().await?;
-    no_client_left(&url).await?;
-    redis.stop().await?;
-    Ok(())
+    setup.finish().await
 }

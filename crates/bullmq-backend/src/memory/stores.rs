@@ -81,6 +81,87 @@ impl Handle<'_> {
             Ok(true)
         })
     }
+
+    fn dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
+        self.check()?;
+        self.world
+            .with_queue(self.base, |q, _| Ok(flow::dependencies(q, job_id)))
+    }
+
+    fn dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
+        self.check()?;
+        self.world
+            .with_queue(self.base, |q, _| Ok(flow::dependency_counts(q, job_id)))
+    }
+
+    fn dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> BackendResult<DependencyPage> {
+        self.check()?;
+        self.world.with_queue(self.base, |q, _| {
+            Ok(flow::dependencies_page(q, job_id, kind, cursor, count))
+        })
+    }
+}
+
+/// Implements [`JobUpdates`] and [`JobFlows`] for a store with a `handle()`: both stores
+/// answer them the same way (the job's queue, refused once the store is closed), and the
+/// traits are async, so the impls are written once here rather than twice by hand.
+macro_rules! job_updates_and_flows {
+    ($store:ty) => {
+        #[async_trait]
+        impl JobUpdates for $store {
+            async fn update_progress(
+                &self,
+                job_id: &str,
+                progress: &serde_json::Value,
+            ) -> BackendResult<bool> {
+                self.handle().update_progress(job_id, progress)
+            }
+
+            async fn add_log(
+                &self,
+                job_id: &str,
+                line: &str,
+                keep_logs: Option<u64>,
+            ) -> BackendResult<Option<u64>> {
+                self.handle().add_log(job_id, line, keep_logs)
+            }
+
+            async fn update_data(
+                &self,
+                job_id: &str,
+                data: &serde_json::Value,
+            ) -> BackendResult<bool> {
+                self.handle().update_data(job_id, data)
+            }
+        }
+
+        #[async_trait]
+        impl JobFlows for $store {
+            async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
+                self.handle().dependencies(job_id)
+            }
+
+            async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
+                self.handle().dependency_counts(job_id)
+            }
+
+            async fn get_dependencies_page(
+                &self,
+                job_id: &str,
+                kind: DependencyKind,
+                cursor: u64,
+                count: u64,
+            ) -> BackendResult<DependencyPage> {
+                self.handle().dependencies_page(job_id, kind, cursor, count)
+            }
+        }
+    };
 }
 
 /// The producer/admin store of one queue.
@@ -241,50 +322,7 @@ impl QueueAdmin for MemoryQueueStore {
     }
 }
 
-#[async_trait]
-impl JobUpdates for MemoryQueueStore {
-    async fn update_progress(
-        &self,
-        job_id: &str,
-        progress: &serde_json::Value,
-    ) -> BackendResult<bool> {
-        self.handle().update_progress(job_id, progress)
-    }
-
-    async fn add_log(
-        &self,
-        job_id: &str,
-        line: &str,
-        keep_logs: Option<u64>,
-    ) -> BackendResult<Option<u64>> {
-        self.handle().add_log(job_id, line, keep_logs)
-    }
-
-    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
-        self.handle().update_data(job_id, data)
-    }
-}
-
-#[async_trait]
-impl JobFlows for MemoryQueueStore {
-    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
-        self.queue(|q, _| Ok(flow::dependencies(q, job_id)))
-    }
-
-    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
-        self.queue(|q, _| Ok(flow::dependency_counts(q, job_id)))
-    }
-
-    async fn get_dependencies_page(
-        &self,
-        job_id: &str,
-        kind: DependencyKind,
-        cursor: u64,
-        count: u64,
-    ) -> BackendResult<DependencyPage> {
-        self.queue(|q, _| Ok(flow::dependencies_page(q, job_id, kind, cursor, count)))
-    }
-}
+job_updates_and_flows!(MemoryQueueStore);
 
 #[async_trait]
 impl JobSchedulers for MemoryQueueStore {
@@ -454,57 +492,7 @@ impl MemoryWorkerStore {
     }
 }
 
-#[async_trait]
-impl JobUpdates for MemoryWorkerStore {
-    async fn update_progress(
-        &self,
-        job_id: &str,
-        progress: &serde_json::Value,
-    ) -> BackendResult<bool> {
-        self.handle().update_progress(job_id, progress)
-    }
-
-    async fn add_log(
-        &self,
-        job_id: &str,
-        line: &str,
-        keep_logs: Option<u64>,
-    ) -> BackendResult<Option<u64>> {
-        self.handle().add_log(job_id, line, keep_logs)
-    }
-
-    async fn update_data(&self, job_id: &str, data: &serde_json::Value) -> BackendResult<bool> {
-        self.handle().update_data(job_id, data)
-    }
-}
-
-#[async_trait]
-impl JobFlows for MemoryWorkerStore {
-    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
-        self.handle().check()?;
-        self.world
-            .with_queue(&self.base, |q, _| Ok(flow::dependencies(q, job_id)))
-    }
-
-    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
-        self.handle().check()?;
-        self.world
-            .with_queue(&self.base, |q, _| Ok(flow::dependency_counts(q, job_id)))
-    }
-
-    async fn get_dependencies_page(
-        &self,
-        job_id: &str,
-        kind: DependencyKind,
-        cursor: u64,
-        count: u64,
-    ) -> BackendResult<DependencyPage> {
-        self.handle().check()?;
-        self.world.with_queue(&self.base, |q, _| {
-            Ok(flow::dependencies_page(q, job_id, kind, cursor, count))
-        })
-    }
-}
+job_updates_and_flows!(MemoryWorkerStore);
 
 #[async_trait]
 impl WorkerStore for MemoryWorkerStore {

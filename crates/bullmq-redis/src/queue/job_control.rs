@@ -14,6 +14,18 @@ use super::scripts::{
     CHANGE_DELAY, CHANGE_PRIORITY, EXTEND_LOCK, MOVE_JOBS_TO_WAIT, PROMOTE_JOB, RETRY_JOB,
 };
 use crate::error::Result;
+use crate::script::Script;
+
+/// The keys a script that re-queues a job through the shared `enqueue` include takes after
+/// its own leading keys, in the order those scripts read them.
+const ENQUEUE_KEYS: [QueueKey; 6] = [
+    QueueKey::Wait,
+    QueueKey::Prioritized,
+    QueueKey::PriorityCounter,
+    QueueKey::Marker,
+    QueueKey::Meta,
+    QueueKey::Active,
+];
 
 /// Moves job `job_id` from the `from` set back to be processed (see
 /// [`bullmq_backend::JobControl::retry_job`]).
@@ -28,17 +40,8 @@ pub async fn retry_job(
     from: RetryFrom,
     reset: RetryReset,
 ) -> Result<ControlOutcome> {
-    let script_keys = vec![
-        keys.job(job_id),
-        keys.key(finished_key(from)),
-        keys.key(QueueKey::Wait),
-        keys.key(QueueKey::Prioritized),
-        keys.key(QueueKey::PriorityCounter),
-        keys.key(QueueKey::Marker),
-        keys.key(QueueKey::Meta),
-        keys.key(QueueKey::Active),
-        keys.key(QueueKey::Events),
-    ];
+    let lead = [keys.job(job_id), keys.key(finished_key(from))];
+    let script_keys = script_keys(keys, lead, &ENQUEUE_KEYS, &[QueueKey::Events]);
     let flag = |on: bool| Value::from(if on { "1" } else { "0" });
     let args = vec![
         Value::from(job_id),
@@ -47,13 +50,12 @@ pub async fn retry_job(
         flag(reset.attempts_made),
         flag(reset.attempts_started),
     ];
-    let reply: Value = RETRY_JOB.run(client, script_keys, args).await?;
-    match integer(RETRY_JOB.name(), &reply)? {
-        1 => Ok(ControlOutcome::Moved),
-        -1 => Ok(ControlOutcome::NotFound),
-        -3 => Ok(ControlOutcome::NotInState),
-        code => Err(unexpected(RETRY_JOB.name(), format!("unknown code {code}"))),
-    }
+    let outcomes = [
+        (1, ControlOutcome::Moved),
+        (-1, ControlOutcome::NotFound),
+        (-3, ControlOutcome::NotInState),
+    ];
+    run_for_outcome(&RETRY_JOB, client, script_keys, args, &outcomes).await
 }
 
 /// Moves the delayed job `job_id` to be processed now (see
@@ -67,26 +69,11 @@ pub async fn promote_job(
     keys: &QueueKeys,
     job_id: &str,
 ) -> Result<ControlOutcome> {
-    let script_keys = vec![
-        keys.key(QueueKey::Delayed),
-        keys.key(QueueKey::Wait),
-        keys.key(QueueKey::Prioritized),
-        keys.key(QueueKey::PriorityCounter),
-        keys.key(QueueKey::Marker),
-        keys.key(QueueKey::Meta),
-        keys.key(QueueKey::Active),
-        keys.key(QueueKey::Events),
-    ];
+    let lead = [keys.key(QueueKey::Delayed)];
+    let script_keys = script_keys(keys, lead, &ENQUEUE_KEYS, &[QueueKey::Events]);
     let args = vec![Value::from(keys.base()), Value::from(job_id)];
-    let reply: Value = PROMOTE_JOB.run(client, script_keys, args).await?;
-    match integer(PROMOTE_JOB.name(), &reply)? {
-        0 => Ok(ControlOutcome::Moved),
-        -3 => Ok(ControlOutcome::NotInState),
-        code => Err(unexpected(
-            PROMOTE_JOB.name(),
-            format!("unknown code {code}"),
-        )),
-    }
+    let outcomes = [(0, ControlOutcome::Moved), (-3, ControlOutcome::NotInState)];
+    run_for_outcome(&PROMOTE_JOB, client, script_keys, args, &outcomes).await
 }
 
 /// Sets job `job_id`'s priority, re-queueing it when it is waiting or prioritized (see
@@ -102,29 +89,14 @@ pub async fn change_priority(
     priority: u32,
     lifo: bool,
 ) -> Result<ControlOutcome> {
-    let script_keys = vec![
-        keys.job(job_id),
-        keys.key(QueueKey::Wait),
-        keys.key(QueueKey::Prioritized),
-        keys.key(QueueKey::PriorityCounter),
-        keys.key(QueueKey::Marker),
-        keys.key(QueueKey::Meta),
-        keys.key(QueueKey::Active),
-    ];
+    let script_keys = script_keys(keys, [keys.job(job_id)], &ENQUEUE_KEYS, &[]);
     let args = vec![
         Value::from(job_id),
         Value::from(i64::from(priority)),
         Value::from(if lifo { "1" } else { "0" }),
     ];
-    let reply: Value = CHANGE_PRIORITY.run(client, script_keys, args).await?;
-    match integer(CHANGE_PRIORITY.name(), &reply)? {
-        0 => Ok(ControlOutcome::Moved),
-        -1 => Ok(ControlOutcome::NotFound),
-        code => Err(unexpected(
-            CHANGE_PRIORITY.name(),
-            format!("unknown code {code}"),
-        )),
-    }
+    let outcomes = [(0, ControlOutcome::Moved), (-1, ControlOutcome::NotFound)];
+    run_for_outcome(&CHANGE_PRIORITY, client, script_keys, args, &outcomes).await
 }
 
 /// Reschedules the delayed job `job_id` to be due `delay_ms` after `now_ms` (see
@@ -140,28 +112,24 @@ pub async fn change_delay(
     delay_ms: u64,
     now_ms: u64,
 ) -> Result<ControlOutcome> {
-    let script_keys = vec![
-        keys.job(job_id),
-        keys.key(QueueKey::Delayed),
-        keys.key(QueueKey::Marker),
-        keys.key(QueueKey::Meta),
-        keys.key(QueueKey::Events),
+    let tail = [
+        QueueKey::Delayed,
+        QueueKey::Marker,
+        QueueKey::Meta,
+        QueueKey::Events,
     ];
+    let script_keys = script_keys(keys, [keys.job(job_id)], &tail, &[]);
     let args = vec![
         Value::from(job_id),
         Value::from(delay_ms.to_string()),
         Value::from(now_ms.to_string()),
     ];
-    let reply: Value = CHANGE_DELAY.run(client, script_keys, args).await?;
-    match integer(CHANGE_DELAY.name(), &reply)? {
-        0 => Ok(ControlOutcome::Moved),
-        -1 => Ok(ControlOutcome::NotFound),
-        -3 => Ok(ControlOutcome::NotInState),
-        code => Err(unexpected(
-            CHANGE_DELAY.name(),
-            format!("unknown code {code}"),
-        )),
-    }
+    let outcomes = [
+        (0, ControlOutcome::Moved),
+        (-1, ControlOutcome::NotFound),
+        (-3, ControlOutcome::NotInState),
+    ];
+    run_for_outcome(&CHANGE_DELAY, client, script_keys, args, &outcomes).await
 }
 
 /// Deletes job `job_id`'s log lines but the newest `keep` (0: all), with one command as Node
@@ -281,14 +249,41 @@ pub async fn extend_lock(
         Value::from(duration_ms.to_string()),
         Value::from(job_id),
     ];
-    let reply: Value = EXTEND_LOCK.run(client, script_keys, args).await?;
-    match integer(EXTEND_LOCK.name(), &reply)? {
-        1 => Ok(LockOutcome::Extended),
-        0 => Ok(LockOutcome::Missing),
-        -1 => Ok(LockOutcome::HeldByOther),
-        code => Err(unexpected(
-            EXTEND_LOCK.name(),
-            format!("unknown code {code}"),
-        )),
-    }
+    let outcomes = [
+        (1, LockOutcome::Extended),
+        (0, LockOutcome::Missing),
+        (-1, LockOutcome::HeldByOther),
+    ];
+    run_for_outcome(&EXTEND_LOCK, client, script_keys, args, &outcomes).await
+}
+
+/// The KEYS of one script call: `lead` (job keys and the like), then the queue's keys `named`,
+/// then those of `after`.
+fn script_keys<const N: usize>(
+    keys: &QueueKeys,
+    lead: [String; N],
+    named: &[QueueKey],
+    after: &[QueueKey],
+) -> Vec<String> {
+    let queue_keys = named.iter().chain(after).map(|name| keys.key(*name));
+    lead.into_iter().chain(queue_keys).collect()
+}
+
+/// Runs `script` and reads its integer reply as the outcome `outcomes` pairs it with: every
+/// control script answers with a status code, and a code it is not known to return means the
+/// script and this crate disagree, so it is an error rather than a guess.
+async fn run_for_outcome<T: Copy>(
+    script: &Script,
+    client: &Client,
+    script_keys: Vec<String>,
+    args: Vec<Value>,
+    outcomes: &[(i64, T)],
+) -> Result<T> {
+    let reply: Value = script.run(client, script_keys, args).await?;
+    let code = integer(script.name(), &reply)?;
+    outcomes
+        .iter()
+        .find(|(known, _)| *known == code)
+        .map(|(_, outcome)| *outcome)
+        .ok_or_else(|| unexpected(script.name(), format!("unknown code {code}")))
 }
