@@ -7,15 +7,15 @@
 //!   is lost when it turns into a replica. Every job is completed exactly once.
 //! * (b) the primary `SIGKILL`ed: the Sentinels promote the replica. Jobs active at the kill
 //!   may run again (stalled recovery, at-least-once) but none is lost.
-//! * (c) `SENTINEL FAILOVER` without a pause, the primary running with
-//!   `min-replicas-to-write 1`: it refuses writes (`NOREPLICAS`) the moment its replica leaves
-//!   for promotion, the clients retry until the Sentinels name the new primary. Every job is
-//!   completed exactly once.
+//!
+//! A switch without the pause is not tested lossless because it is not: the old primary keeps
+//! accepting writes until it notices its replica left, and even `min-replicas-to-write 1` only
+//! narrows that window (a CI run lost one job that way; see the production guide).
 //!
 //! In both, the three clients find the new primary by themselves, and the reader neither
 //! repeats nor skips an event of the new primary's stream (its position survives).
 //!
-//! Ports 7100-7104 for (a), 7110-7114 for (b), 7140-7144 for (c). Every process is killed by its PID when the
+//! Ports 7100-7104 for (a), 7110-7114 for (b). Every process is killed by its PID when the
 //! deployment drops, also on failure. Skipped with a message without `redis-server`.
 
 mod common;
@@ -46,22 +46,11 @@ const CONCURRENCY: usize = 4;
 enum Disruption {
     /// `SENTINEL FAILOVER` with writes paused on the old primary.
     ManualFailover,
-    /// `SENTINEL FAILOVER` without a pause, the primary started with `min-replicas-to-write 1`.
-    ManualFailoverMinReplicas,
     /// `SIGKILL` of the primary.
     KillPrimary,
 }
 
-fn spec(base: u16, disruption: Disruption) -> DeploymentSpec {
-    let primary_args = match disruption {
-        // Refuses writes (NOREPLICAS) the moment its only replica leaves it for promotion.
-        Disruption::ManualFailoverMinReplicas => ["--min-replicas-to-write", "1"]
-            .into_iter()
-            .chain(["--min-replicas-max-lag", "10"])
-            .map(String::from)
-            .collect(),
-        _ => Vec::new(),
-    };
+fn spec(base: u16) -> DeploymentSpec {
     DeploymentSpec {
         data_ports: vec![base, base + 1],
         sentinel_ports: vec![base + 2, base + 3, base + 4],
@@ -69,7 +58,6 @@ fn spec(base: u16, disruption: Disruption) -> DeploymentSpec {
         sentinel_password: None,
         down_after: Duration::from_millis(1_000),
         failover_timeout: Duration::from_millis(5_000),
-        primary_args,
     }
 }
 
@@ -113,7 +101,7 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let mut deployment = SentinelDeployment::start(spec(base, disruption)).await?;
+    let mut deployment = SentinelDeployment::start(spec(base)).await?;
     let old_primary = deployment.primary_port().await?;
     ensure!(
         old_primary == base,
@@ -194,12 +182,6 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
             // Sentinels name the new one; then every client moves there (the primary watch)
             // and the held commands are sent again on the new connection.
             cli(old_primary, None, &["CLIENT", "PAUSE", "5000", "WRITE"]).await?;
-            let reply = deployment
-                .sentinel_command(&["SENTINEL", "FAILOVER", sentinel_deployment::SERVICE])
-                .await?;
-            ensure!(reply.trim() == "OK", "SENTINEL FAILOVER: {reply}");
-        }
-        Disruption::ManualFailoverMinReplicas => {
             let reply = deployment
                 .sentinel_command(&["SENTINEL", "FAILOVER", sentinel_deployment::SERVICE])
                 .await?;
@@ -318,7 +300,7 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
     ensure!(completed_ids == added, "completed ids are the added ids");
     let repeated: Vec<_> = completions.iter().filter(|(_, n)| **n > 1).collect();
     match disruption {
-        Disruption::ManualFailover | Disruption::ManualFailoverMinReplicas => {
+        Disruption::ManualFailover => {
             ensure!(repeated.is_empty(), "completed twice: {repeated:?}")
         }
         Disruption::KillPrimary => ensure!(
@@ -405,14 +387,4 @@ async fn a_killed_primary_mid_run_loses_no_job() -> Result<()> {
         return Ok(());
     }
     scenario(7110, Disruption::KillPrimary).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_manual_failover_without_a_pause_loses_nothing_under_min_replicas_to_write() -> Result<()>
-{
-    if !sentinel_deployment::available().await {
-        eprintln!("SKIPPING a_manual_failover_without_a_pause_loses_nothing_under_min_replicas_to_write: no redis-server");
-        return Ok(());
-    }
-    scenario(7140, Disruption::ManualFailoverMinReplicas).await
 }

@@ -38,7 +38,6 @@ fn spec() -> DeploymentSpec {
         // Nothing here should make the Sentinels fail over.
         down_after: Duration::from_secs(30),
         failover_timeout: Duration::from_secs(180),
-        primary_args: Vec::new(),
     }
 }
 

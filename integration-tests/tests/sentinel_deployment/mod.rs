@@ -30,8 +30,6 @@ pub struct DeploymentSpec {
     pub down_after: Duration,
     /// `failover-timeout`.
     pub failover_timeout: Duration,
-    /// Extra arguments of the first primary only (e.g. `--min-replicas-to-write 1`).
-    pub primary_args: Vec<String>,
 }
 
 impl DeploymentSpec {
@@ -44,7 +42,6 @@ impl DeploymentSpec {
             sentinel_password: None,
             down_after: Duration::from_secs(30),
             failover_timeout: Duration::from_secs(180),
-            primary_args: Vec::new(),
         }
     }
 }
@@ -139,7 +136,7 @@ impl SentinelDeployment {
         let primary = spec.data_ports[0];
         for (i, &port) in spec.data_ports.iter().enumerate() {
             let extra = if i == 0 {
-                spec.primary_args.clone()
+                Vec::new()
             } else {
                 vec![
                     "--replicaof".into(),
