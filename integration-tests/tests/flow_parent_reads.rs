@@ -2,7 +2,8 @@
 //! added by Node's FlowProducer whose children our Worker processed (completed, failed with
 //! `ignoreDependencyOnFailure`, failed with `failParentOnFailure`, still pending), our
 //! `get_children_values`, `get_ignored_children_failures`, `get_dependencies` and
-//! `get_dependencies_count` — from the Queue and from a processor's `JobContext` — agree with
+//! `get_dependencies_count` — from the Queue, from a `Job` it read and from a processor's
+//! `JobContext` — agree with
 //! Node's `getChildrenValues`, `getIgnoredChildrenFailures`, `getDependencies` and
 //! `getDependenciesCount` on the same parents; and they agree too when Node's Worker processed
 //! the children.
@@ -62,7 +63,7 @@ async fn our_reads(queue: &ractor_bullmq::Queue, id: &str) -> Result<Value> {
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::from_str(v).unwrap_or(Value::Null)))
         .collect();
-    Ok(json!({
+    let reads = json!({
         "values": values,
         "ignored": queue.get_ignored_children_failures(id).await?,
         "failedValues": queue.get_failed_children_values(id).await?,
@@ -70,7 +71,35 @@ async fn our_reads(queue: &ractor_bullmq::Queue, id: &str) -> Result<Value> {
                  "ignored": deps.ignored, "failed": deps.failed},
         "counts": {"processed": counts.processed, "unprocessed": counts.unprocessed,
                    "ignored": counts.ignored, "failed": counts.failed},
-    }))
+    });
+    // The same reads on the `Job` the queue returns (Node has them on its Job).
+    let job = queue
+        .get_job(id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("parent {id} missing"))?;
+    let job_values: BTreeMap<String, Value> = job.get_children_values(queue).await?;
+    assert_eq!(
+        json!(job_values),
+        reads["values"],
+        "Job::get_children_values"
+    );
+    assert_eq!(
+        json!(job.get_ignored_children_failures(queue).await?),
+        reads["ignored"]
+    );
+    assert_eq!(
+        json!(job.get_failed_children_values(queue).await?),
+        reads["failedValues"]
+    );
+    assert_eq!(job.get_dependencies(queue).await?, deps);
+    assert_eq!(job.get_dependencies_count(queue).await?, counts);
+    for kind in [DependencyKind::Processed, DependencyKind::Unprocessed] {
+        assert_eq!(
+            job.get_dependencies_page(queue, kind, 0, 100).await?,
+            queue.get_dependencies_page(id, kind, 0, 100).await?
+        );
+    }
+    Ok(reads)
 }
 
 /// Page entries as Node's paged `getDependencies` returns them: key → value (parsed for
@@ -209,6 +238,16 @@ async fn parent_reads_agree_with_node(children_by_node: bool) -> Result<()> {
         values,
         [&Returned::Number(1), &Returned::Object { two: vec![2] }]
     );
+    // A Job read through a queue of another name is refused before anything is read.
+    let other = open_queue(&kids).await?;
+    let parent_job = queue.get_job(&mixed).await?.expect("the parent");
+    let refused = parent_job.get_dependencies_count(&other).await;
+    assert!(
+        matches!(&refused, Err(ractor_bullmq::QueueError::OtherQueue { job_queue, queue, .. })
+            if *job_queue == parents && *queue == kids),
+        "{refused:?}"
+    );
+    other.close().await?;
     queue.close().await?;
     for q in [&parents, &kids, &later] {
         cleanup(q).await?;
