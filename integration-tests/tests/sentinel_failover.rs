@@ -231,8 +231,37 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
         )
         .await
         .unwrap_or_default();
+        // Where the first missing jobs are on the new primary: hash exists, lock exists, and
+        // their place in wait / active / delayed / completed / failed.
+        let missing: Vec<String> = {
+            let completions = completions.lock().expect("completions");
+            added
+                .iter()
+                .filter(|id| !completions.contains_key(*id))
+                .take(5)
+                .cloned()
+                .collect()
+        };
+        let mut whereabouts = Vec::new();
+        for id in &missing {
+            let reply = cli(
+                new_primary,
+                None,
+                &["EVAL", "local p='bull:'..ARGV[1]..':' local j=ARGV[2] \
+                   return {redis.call('exists',p..j), redis.call('exists',p..j..':lock'), \
+                   tostring(redis.call('lpos',p..'wait',j)), tostring(redis.call('lpos',p..'active',j)), \
+                   tostring(redis.call('zscore',p..'delayed',j)), tostring(redis.call('zscore',p..'completed',j)), \
+                   tostring(redis.call('zscore',p..'failed',j))}",
+                  "0", &queue_name, id],
+            )
+            .await
+            .unwrap_or_else(|e| e.to_string());
+            whereabouts.push(format!("{id}: {}", reply.replace('\n', " ")));
+        }
         bail!(
-            "{error}: {done} of {JOBS} completed; wait/active/completed/failed/delayed on the              new primary: {state:?}; {} worker errors, last: {:?}",
+            "{error}: {done} of {JOBS} completed; wait/active/completed/failed/delayed on the \
+             new primary: {state:?}; missing (hash, lock, wait, active, delayed, completed, \
+             failed): {whereabouts:?}; {} worker errors, last: {:?}",
             errors.len(),
             errors.iter().rev().take(5).collect::<Vec<_>>()
         );

@@ -98,7 +98,7 @@ impl Queue {
 /// another name is refused with [`QueueError::OtherQueue`] before anything is read.
 ///
 /// ```no_run
-/// # async fn run(queue: ractor_bullmq::Queue) -> ractor_bullmq::Result<()> {
+/// # async fn run(queue: ractor_bullmq::Queue) -> Result<(), ractor_bullmq::QueueError> {
 /// if let Some(parent) = queue.get_job("report-1").await? {
 ///     let totals = parent.get_children_values::<u64>(&queue).await?;
 ///     let counts = parent.get_dependencies_count(&queue).await?;
