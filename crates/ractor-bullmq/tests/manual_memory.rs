@@ -2,46 +2,18 @@
 //! fetch-next in the finish call, retries and backoff decided as the Worker's, the typed refusals,
 //! blocking and non-blocking fetches, and the stalled check (issue 13, item 4).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use bullmq_backend::memory::MemoryBackend;
-use bullmq_backend::{AddResult, Backend, EventStream, JobEnd, NewJob, QueueStore};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_backend::JobEnd;
 use bullmq_protocol::state::JobState;
 use ractor_bullmq::worker::{ManualError, ManualJob, ManualWorker, UnrecoverableError};
 use ractor_bullmq::WorkerOptions;
 use serde_json::json;
 
-struct Fixture {
-    backend: MemoryBackend,
-    keys: QueueKeys,
-    queue: Arc<dyn QueueStore>,
-    events: Arc<dyn EventStream>,
-}
+mod memory_queue;
+use memory_queue::Fixture;
 
 impl Fixture {
-    async fn new(name: &str) -> Self {
-        let backend = MemoryBackend::new();
-        let keys = QueueKeys::new("bull", name);
-        let queue = backend.queue_store(&keys).await.unwrap();
-        let events = backend.event_stream(&keys).await.unwrap();
-        Self {
-            backend,
-            keys,
-            queue,
-            events,
-        }
-    }
-
-    async fn add(&self, opts: &str) -> String {
-        let job = NewJob::new("job", "{}", opts, bullmq_backend::now_ms());
-        match self.queue.add(&job).await.unwrap() {
-            AddResult::Id(id) => id,
-            other => panic!("{other:?}"),
-        }
-    }
-
     async fn worker(&self, options: WorkerOptions) -> ManualWorker {
         ManualWorker::open(&self.backend, self.keys.name(), options)
             .await

@@ -6,47 +6,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bullmq_backend::memory::MemoryBackend;
-use bullmq_backend::{
-    AddResult, Backend, EventStream, FetchRequest, JobEnd, NewJob, QueueStore, WorkerStoreOptions,
-};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_backend::{Backend, FetchRequest, JobEnd, WorkerStoreOptions};
 use ractor::ActorRef;
 use ractor_bullmq::worker::{Job, JobContext, WorkerMsg};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerOptions};
 use serde_json::{json, Value};
 
+mod memory_queue;
+use memory_queue::Fixture;
+
 const LONG: Duration = Duration::from_secs(20);
 
-struct Fixture {
-    backend: MemoryBackend,
-    keys: QueueKeys,
-    queue: Arc<dyn QueueStore>,
-    events: Arc<dyn EventStream>,
-}
-
 impl Fixture {
-    async fn new(name: &str) -> Self {
-        let backend = MemoryBackend::new();
-        let keys = QueueKeys::new("bull", name);
-        let queue = backend.queue_store(&keys).await.unwrap();
-        let events = backend.event_stream(&keys).await.unwrap();
-        Self {
-            backend,
-            keys,
-            queue,
-            events,
-        }
-    }
-
-    async fn add(&self, opts: &str) -> String {
-        let job = NewJob::new("job", "{}", opts, bullmq_backend::now_ms());
-        match self.queue.add(&job).await.unwrap() {
-            AddResult::Id(id) => id,
-            other => panic!("{other:?}"),
-        }
-    }
-
     async fn spawn(
         &self,
         processor: impl ractor_bullmq::worker::Processor,

@@ -8,42 +8,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bullmq_backend::memory::MemoryBackend;
-use bullmq_backend::{AddResult, Backend, JobEnd, NewJob, QueueStore};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_backend::JobEnd;
 use ractor_bullmq::worker::{CancelReason, Job, JobContext, WorkerCallbacks, WorkerHandle};
 use ractor_bullmq::{Worker, WorkerArgs, WorkerOptions};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 
+mod memory_queue;
+use memory_queue::Fixture;
+
 const LONG: Duration = Duration::from_secs(20);
 
-struct Fixture {
-    backend: MemoryBackend,
-    keys: QueueKeys,
-    queue: Arc<dyn QueueStore>,
-}
-
 impl Fixture {
-    async fn new(name: &str) -> Self {
-        let backend = MemoryBackend::new();
-        let keys = QueueKeys::new("bull", name);
-        let queue = backend.queue_store(&keys).await.unwrap();
-        Self {
-            backend,
-            keys,
-            queue,
-        }
-    }
-
-    async fn add(&self, name: &str, opts: &str) -> String {
-        let job = NewJob::new(name, "{}", opts, bullmq_backend::now_ms());
-        match self.queue.add(&job).await.unwrap() {
-            AddResult::Id(id) => id,
-            other => panic!("{other:?}"),
-        }
-    }
-
     async fn spawn(
         &self,
         processor: impl ractor_bullmq::worker::Processor,
@@ -127,7 +103,7 @@ fn ignoring(started: mpsc::UnboundedSender<String>) -> impl ractor_bullmq::worke
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_job_fails_the_attempt_with_the_reason_when_the_processor_honours_the_token() {
     let f = Fixture::new("cancel-honour").await;
-    let id = f.add("job", "{}").await;
+    let id = f.add_named("job", "{}").await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let worker = f
@@ -160,7 +136,7 @@ async fn cancel_job_fails_the_attempt_with_the_reason_when_the_processor_honours
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_job_retries_per_attempts_and_drops_a_processor_that_ignores_the_token() {
     let f = Fixture::new("cancel-ignore").await;
-    let id = f.add("job", r#"{"attempts":2}"#).await;
+    let id = f.add_named("job", r#"{"attempts":2}"#).await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let worker = f
         .spawn(
@@ -191,7 +167,7 @@ async fn cancel_all_jobs_cancels_every_running_job_and_the_worker_goes_on() {
     let f = Fixture::new("cancel-all").await;
     let mut ids = Vec::new();
     for _ in 0..3 {
-        ids.push(f.add("job", "{}").await);
+        ids.push(f.add_named("job", "{}").await);
     }
     let (tx, mut started) = mpsc::unbounded_channel();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -213,7 +189,7 @@ async fn cancel_all_jobs_cancels_every_running_job_and_the_worker_goes_on() {
         assert_eq!(f.end(id).await, JobEnd::Failed(Some("maintenance".into())));
     }
     // Still fetching: a new job runs.
-    let later = f.add("job", "{}").await;
+    let later = f.add_named("job", "{}").await;
     assert_eq!(next(&mut started).await, later);
     assert!(worker.is_running().await);
     assert_eq!(worker.cancel_all_jobs(None).await.unwrap(), 1);
@@ -227,7 +203,7 @@ async fn cancel_all_jobs_cancels_every_running_job_and_the_worker_goes_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_outrunning_its_timeout_fails_with_a_clear_reason_and_others_are_not_timed() {
     let f = Fixture::new("timeout").await;
-    let slow = f.add("slow", "{}").await;
+    let slow = f.add_named("slow", "{}").await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let gate = Arc::new(Semaphore::new(0));
     let g = gate.clone();
@@ -259,7 +235,7 @@ async fn a_job_outrunning_its_timeout_fails_with_a_clear_reason_and_others_are_n
         )
         .await;
     assert_eq!(next(&mut started).await, slow);
-    let fast = f.add("fast", "{}").await;
+    let fast = f.add_named("fast", "{}").await;
     assert_eq!(next(&mut started).await, fast);
     assert_eq!(
         f.end(&slow).await,
@@ -276,7 +252,7 @@ async fn a_job_outrunning_its_timeout_fails_with_a_clear_reason_and_others_are_n
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeout_token_reaches_a_processor_that_honours_it_with_the_reason() {
     let f = Fixture::new("timeout-honour").await;
-    let id = f.add("job", r#"{"attempts":2}"#).await;
+    let id = f.add_named("job", r#"{"attempts":2}"#).await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let worker = f
@@ -317,7 +293,7 @@ async fn concurrency_raised_and_lowered_at_run_time_changes_how_many_jobs_run_at
     let f = Fixture::new("concurrency").await;
     let mut ids = Vec::new();
     for _ in 0..6 {
-        ids.push(f.add("job", "{}").await);
+        ids.push(f.add_named("job", "{}").await);
     }
     let gauge = Arc::new(Gauge::default());
     let gate = Arc::new(Semaphore::new(0));
@@ -404,7 +380,7 @@ async fn lifecycle_callbacks_fire_once_each_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_close_during_the_grace_drops_the_processor_at_once_and_records_nothing() {
     let f = Fixture::new("cancel-then-force").await;
-    let id = f.add("job", "{}").await;
+    let id = f.add_named("job", "{}").await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let worker = f
         .spawn(
@@ -432,8 +408,8 @@ async fn a_forced_close_during_the_grace_drops_the_processor_at_once_and_records
 async fn cancellation_and_timeouts_behave_the_same_on_job_actors() {
     use ractor_bullmq::worker::JobRunner;
     let f = Fixture::new("cancel-actor").await;
-    let cancelled = f.add("job", "{}").await;
-    let timed = f.add("slow", "{}").await;
+    let cancelled = f.add_named("job", "{}").await;
+    let timed = f.add_named("slow", "{}").await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let worker = f
         .spawn(
