@@ -2,7 +2,8 @@
 //! (ports 7000-7005, bus ports 7060-7065, `cluster-node-timeout` 2 s), started once for this
 //! binary and stopped by PID when the test ends, also on failure. Every scenario runs under
 //! the hash-tagged prefix `{bull}`, so each queue's keys (and a flow's, across queues) share
-//! one slot; a prefix without a tag is refused before anything connects.
+//! one slot; a prefix without a tag is refused before anything connects. The failover scenario
+//! kills the slot's primary mid-run, with slow jobs waiting and active.
 //!
 //! One test function runs the scenarios in turn on the one cluster (a cluster per test would
 //! cost six servers each); each step's error names the scenario. Skipped with a message when
@@ -423,6 +424,8 @@ async fn node_and_our_worker_share_one_queue() -> Result<()> {
 /// nothing completed before is lost.
 async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Result<()> {
     const BATCH: usize = 5;
+    // 30 jobs of 100 ms on one slot: about 3 s of work to kill the primary under.
+    const MID_RUN: usize = 30;
     let queue_name = unique_queue("cl-move");
     let queue = Queue::new(&queue_name, QueueOptions::new(config()?).prefix(PREFIX)).await?;
     let events = QueueEventsHandle::start(
@@ -432,12 +435,24 @@ async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Res
     )
     .await?;
     let mut stream = events.subscribe_stream();
-    let processor = |_job: Job, _ctx: JobContext| async move { Ok(json!("done")) };
+    // `sleepMs` makes the mid-run batch slow enough to be killed under; a job active at the
+    // kill is recovered within seconds (short lock, frequent stalled check).
+    let processor = |job: Job, _ctx: JobContext| async move {
+        let data: Value = job.data()?;
+        if let Some(ms) = data["sleepMs"].as_u64() {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        Ok(json!("done"))
+    };
     let args = WorkerArgs::connect(
         &config()?,
         &queue_name,
         processor,
-        WorkerOptions::new().prefix(PREFIX).name("rust-move"),
+        WorkerOptions::new()
+            .prefix(PREFIX)
+            .name("rust-move")
+            .lock_duration(Duration::from_secs(5))
+            .stalled_interval(Duration::from_secs(2)),
     )
     .await?;
     let worker = Worker::spawn(args).await?;
@@ -453,16 +468,42 @@ async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Res
                 eprintln!("cluster: moved the {{bull}} slot from :{from} to :{to}");
             }
             "after the failover" => {
-                // Replication is asynchronous: a primary killed before its replica has its
-                // last writes takes them along (and the replica would hand out job ids again).
-                // Nothing may be lost *of what was replicated*, so wait for the replica first.
+                // Killed mid-run: a batch of slow jobs is being worked on when the slot's
+                // primary dies.
                 let dead = cluster.primary_of(&marker).await?;
+                let done_before = queue.get_job_counts().await?.completed;
+                for i in 0..MID_RUN {
+                    let data = json!({ "phase": "mid-run", "i": i, "sleepMs": 100 });
+                    ids.insert(add_retrying(&queue, data).await?);
+                }
+                // Replication is asynchronous: an add its replica never got dies with the
+                // primary (and the replica would hand out its job id again). The adds are what
+                // may not be lost, so wait until the replica has everything written up to the
+                // last of them; the Worker's writes go on meanwhile, and losing one of those
+                // only runs a job again (stalled recovery).
+                let written = primary_offset(cluster, dead).await?;
                 eventually(
-                    "the replica has every write",
+                    "the replica has every add",
                     Duration::from_secs(30),
-                    || async { replica_caught_up(cluster, dead).await },
+                    || async { replica_reached(cluster, dead, written).await },
                 )
                 .await?;
+                eventually(
+                    "the Worker is part way through the batch",
+                    Duration::from_secs(30),
+                    || async {
+                        queue
+                            .get_job_counts()
+                            .await
+                            .is_ok_and(|counts| counts.completed > done_before)
+                    },
+                )
+                .await?;
+                let left = queue.get_job_counts().await?;
+                eprintln!(
+                    "cluster: killing the primary with {} waiting and {} active",
+                    left.waiting, left.active
+                );
                 cluster.kill(dead).await?;
                 eventually(
                     "a replica takes over the slot",
@@ -513,31 +554,38 @@ async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Res
     Ok(())
 }
 
-/// Whether every replica of the primary on `port` has acknowledged all of its writes
-/// (`INFO replication`: each `slaveN:…,offset=` equal to `master_repl_offset`).
-async fn replica_caught_up(cluster: &TestCluster, port: u16) -> bool {
+/// `field` (`master_repl_offset:`, `offset=`) of one `INFO replication` line, as a number.
+fn info_number(line: &str, field: &str) -> Option<u64> {
+    line.split(',')
+        .find_map(|part| part.trim().strip_prefix(field))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// How far the primary on `port` has written its replication stream (`master_repl_offset`).
+async fn primary_offset(cluster: &TestCluster, port: u16) -> Result<u64> {
+    let info = cluster.cli(port, &["INFO", "replication"]).await?;
+    info.lines()
+        .find_map(|line| info_number(line, "master_repl_offset:"))
+        .context("master_repl_offset in INFO replication")
+}
+
+/// Whether every replica of the primary on `port` has acknowledged its stream up to `offset`
+/// (`INFO replication`: each `slaveN:…,offset=` at least `offset`).
+async fn replica_reached(cluster: &TestCluster, port: u16, offset: u64) -> bool {
     let Ok(info) = cluster.cli(port, &["INFO", "replication"]).await else {
         return false;
     };
-    let field = |line: &str, name: &str| {
-        line.split(',')
-            .find_map(|part| part.trim().strip_prefix(name))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    let primary = info
-        .lines()
-        .find_map(|line| field(line, "master_repl_offset:"));
     let replicas: Vec<u64> = info
         .lines()
         .filter(|line| line.starts_with("slave") && line.contains("offset="))
         .filter_map(|line| {
-            field(
+            info_number(
                 line.split_once(':').map_or(line, |(_, rest)| rest),
                 "offset=",
             )
         })
         .collect();
-    primary.is_some_and(|p| !replicas.is_empty() && replicas.iter().all(|&r| r == p))
+    !replicas.is_empty() && replicas.iter().all(|&r| r >= offset)
 }
 
 /// `Queue::add`, retried for up to 30 s while the cluster fails over (a write sent to the
