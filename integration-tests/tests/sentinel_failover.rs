@@ -5,8 +5,11 @@
 //! * (a) `SENTINEL FAILOVER mymaster`, the operator's switch, done as the production guide
 //!   says: writes paused on the old primary (`CLIENT PAUSE WRITE`) so that nothing it accepts
 //!   is lost when it turns into a replica. Every job is completed exactly once.
-//! * (b) the primary `SIGKILL`ed: the Sentinels promote the replica. Jobs active at the kill
-//!   may run again (stalled recovery, at-least-once) but none is lost.
+//! * (b) the primary `SIGKILL`ed: the Sentinels promote the replica. The producer stops
+//!   between two adds until the replica has them all (an add that never reached the replica
+//!   would die with the primary: asynchronous replication), the Worker and the reader keep
+//!   going through the kill. Jobs active at the kill may run again (stalled recovery,
+//!   at-least-once) but none is lost.
 //!
 //! A switch without the pause is not tested lossless because it is not: the old primary keeps
 //! accepting writes until it notices its replica left, and even `min-replicas-to-write 1` only
@@ -23,7 +26,7 @@ mod sentinel_deployment;
 mod worker_common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,12 +64,25 @@ fn spec(base: u16) -> DeploymentSpec {
     }
 }
 
+/// Lets the test stop the producer between two adds: `held` asks, `parked` answers that no
+/// add is in flight.
+#[derive(Default)]
+struct Hold {
+    held: AtomicBool,
+    parked: AtomicBool,
+}
+
 /// Adds `JOBS` jobs with the ids `job-0`.. one after the other; an add that fails (the primary
 /// is switching) is retried with the same id, which makes the retry harmless if the first
-/// attempt did reach Redis. Returns the ids added.
-async fn produce(queue: Queue) -> Result<BTreeSet<String>> {
+/// attempt did reach Redis. Waits between two adds while `hold` is held. Returns the ids added.
+async fn produce(queue: Queue, hold: Arc<Hold>) -> Result<BTreeSet<String>> {
     let mut added = BTreeSet::new();
     for i in 0..JOBS {
+        while hold.held.load(Ordering::SeqCst) {
+            hold.parked.store(true, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        hold.parked.store(false, Ordering::SeqCst);
         let id = format!("job-{i}");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
         loop {
@@ -162,7 +178,8 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
     });
 
     let queue = Queue::new(&queue_name, QueueOptions::new(config.clone())).await?;
-    let producer = tokio::spawn(produce(queue.clone()));
+    let hold = Arc::new(Hold::default());
+    let producer = tokio::spawn(produce(queue.clone(), hold.clone()));
 
     // Mid-run: a third of the jobs done, the producer still adding.
     eventually(
@@ -187,7 +204,32 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
                 .await?;
             ensure!(reply.trim() == "OK", "SENTINEL FAILOVER: {reply}");
         }
-        Disruption::KillPrimary => deployment.kill_data(old_primary).await?,
+        Disruption::KillPrimary => {
+            // Replication is asynchronous: an add the replica never got dies with the primary
+            // (acknowledged or not; Redis makes no promise there). The adds are what may not be
+            // lost, so the producer stops between two adds until the replica has everything
+            // written so far; the Worker and the reader go on, and one of the Worker's writes
+            // lost only runs a job again (stalled recovery).
+            hold.held.store(true, Ordering::SeqCst);
+            eventually(
+                "the producer stops between two adds",
+                Duration::from_secs(60),
+                || {
+                    let (hold, finished) = (hold.clone(), producer.is_finished());
+                    async move { finished || hold.parked.load(Ordering::SeqCst) }
+                },
+            )
+            .await?;
+            let written = primary_offset(old_primary).await?;
+            eventually(
+                "the replica has every add",
+                Duration::from_secs(30),
+                || async move { replica_reached(old_primary, written).await },
+            )
+            .await?;
+            deployment.kill_data(old_primary).await?;
+            hold.held.store(false, Ordering::SeqCst);
+        }
     }
     let new_primary = deployment
         .wait_for_new_primary(old_primary, Duration::from_secs(60))
@@ -392,6 +434,40 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
     }
     drop(deployment);
     Ok(())
+}
+
+/// `field` (`master_repl_offset:`, `offset=`) of one `INFO replication` line, as a number.
+fn info_number(line: &str, field: &str) -> Option<u64> {
+    line.split(',')
+        .find_map(|part| part.trim().strip_prefix(field))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// How far the primary on `port` has written its replication stream (`master_repl_offset`).
+async fn primary_offset(port: u16) -> Result<u64> {
+    let info = cli(port, None, &["INFO", "replication"]).await?;
+    info.lines()
+        .find_map(|line| info_number(line, "master_repl_offset:"))
+        .context("master_repl_offset in INFO replication")
+}
+
+/// Whether every replica of the primary on `port` has acknowledged its stream up to `offset`
+/// (each `slaveN:…,offset=` of its `INFO replication`).
+async fn replica_reached(port: u16, offset: u64) -> bool {
+    let Ok(info) = cli(port, None, &["INFO", "replication"]).await else {
+        return false;
+    };
+    let replicas: Vec<u64> = info
+        .lines()
+        .filter(|line| line.starts_with("slave") && line.contains("offset="))
+        .filter_map(|line| {
+            info_number(
+                line.split_once(':').map_or(line, |(_, rest)| rest),
+                "offset=",
+            )
+        })
+        .collect();
+    !replicas.is_empty() && replicas.iter().all(|&r| r >= offset)
 }
 
 /// `ms-seq` as a pair, for ordering stream ids.
