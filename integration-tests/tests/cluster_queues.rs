@@ -554,38 +554,18 @@ async fn a_reshard_and_a_failover_lose_nothing(cluster: &mut TestCluster) -> Res
     Ok(())
 }
 
-/// `field` (`master_repl_offset:`, `offset=`) of one `INFO replication` line, as a number.
-fn info_number(line: &str, field: &str) -> Option<u64> {
-    line.split(',')
-        .find_map(|part| part.trim().strip_prefix(field))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-}
-
-/// How far the primary on `port` has written its replication stream (`master_repl_offset`).
+/// How far the primary on `port` has written its replication stream.
 async fn primary_offset(cluster: &TestCluster, port: u16) -> Result<u64> {
     let info = cluster.cli(port, &["INFO", "replication"]).await?;
-    info.lines()
-        .find_map(|line| info_number(line, "master_repl_offset:"))
-        .context("master_repl_offset in INFO replication")
+    common::primary_repl_offset(&info).context("master_repl_offset in INFO replication")
 }
 
-/// Whether every replica of the primary on `port` has acknowledged its stream up to `offset`
-/// (`INFO replication`: each `slaveN:…,offset=` at least `offset`).
+/// Whether every replica of the primary on `port` has its stream up to `offset`.
 async fn replica_reached(cluster: &TestCluster, port: u16, offset: u64) -> bool {
-    let Ok(info) = cluster.cli(port, &["INFO", "replication"]).await else {
-        return false;
-    };
-    let replicas: Vec<u64> = info
-        .lines()
-        .filter(|line| line.starts_with("slave") && line.contains("offset="))
-        .filter_map(|line| {
-            info_number(
-                line.split_once(':').map_or(line, |(_, rest)| rest),
-                "offset=",
-            )
-        })
-        .collect();
-    !replicas.is_empty() && replicas.iter().all(|&r| r >= offset)
+    cluster
+        .cli(port, &["INFO", "replication"])
+        .await
+        .is_ok_and(|info| common::replicas_reached(&info, offset))
 }
 
 /// `Queue::add`, retried for up to 30 s while the cluster fails over (a write sent to the

@@ -436,38 +436,17 @@ async fn scenario(base: u16, disruption: Disruption) -> Result<()> {
     Ok(())
 }
 
-/// `field` (`master_repl_offset:`, `offset=`) of one `INFO replication` line, as a number.
-fn info_number(line: &str, field: &str) -> Option<u64> {
-    line.split(',')
-        .find_map(|part| part.trim().strip_prefix(field))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-}
-
-/// How far the primary on `port` has written its replication stream (`master_repl_offset`).
+/// How far the primary on `port` has written its replication stream.
 async fn primary_offset(port: u16) -> Result<u64> {
     let info = cli(port, None, &["INFO", "replication"]).await?;
-    info.lines()
-        .find_map(|line| info_number(line, "master_repl_offset:"))
-        .context("master_repl_offset in INFO replication")
+    common::primary_repl_offset(&info).context("master_repl_offset in INFO replication")
 }
 
-/// Whether every replica of the primary on `port` has acknowledged its stream up to `offset`
-/// (each `slaveN:…,offset=` of its `INFO replication`).
+/// Whether every replica of the primary on `port` has its stream up to `offset`.
 async fn replica_reached(port: u16, offset: u64) -> bool {
-    let Ok(info) = cli(port, None, &["INFO", "replication"]).await else {
-        return false;
-    };
-    let replicas: Vec<u64> = info
-        .lines()
-        .filter(|line| line.starts_with("slave") && line.contains("offset="))
-        .filter_map(|line| {
-            info_number(
-                line.split_once(':').map_or(line, |(_, rest)| rest),
-                "offset=",
-            )
-        })
-        .collect();
-    !replicas.is_empty() && replicas.iter().all(|&r| r >= offset)
+    cli(port, None, &["INFO", "replication"])
+        .await
+        .is_ok_and(|info| common::replicas_reached(&info, offset))
 }
 
 /// `ms-seq` as a pair, for ordering stream ids.

@@ -385,3 +385,33 @@ pub async fn named_clients(queue: &str) -> Result<Vec<String>> {
     client.quit().await?;
     names
 }
+
+/// `name` (`master_repl_offset:`, `offset=`) of one `INFO replication` line, as a number.
+fn info_number(line: &str, name: &str) -> Option<u64> {
+    line.split(',')
+        .find_map(|part| part.trim().strip_prefix(name))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// How far a primary has written its replication stream: `master_repl_offset` of its
+/// `INFO replication` reply.
+pub fn primary_repl_offset(info: &str) -> Option<u64> {
+    info.lines()
+        .find_map(|line| info_number(line, "master_repl_offset:"))
+}
+
+/// Whether a primary's `INFO replication` reply lists replicas and each has acknowledged the
+/// stream up to `offset` (its `slaveN:…,offset=`).
+pub fn replicas_reached(info: &str, offset: u64) -> bool {
+    let replicas: Vec<u64> = info
+        .lines()
+        .filter(|line| line.starts_with("slave") && line.contains("offset="))
+        .filter_map(|line| {
+            info_number(
+                line.split_once(':').map_or(line, |(_, rest)| rest),
+                "offset=",
+            )
+        })
+        .collect();
+    !replicas.is_empty() && replicas.iter().all(|&r| r >= offset)
+}
