@@ -103,7 +103,7 @@ fn ignoring(started: mpsc::UnboundedSender<String>) -> impl ractor_bullmq::worke
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_job_fails_the_attempt_with_the_reason_when_the_processor_honours_the_token() {
     let f = Fixture::new("cancel-honour").await;
-    let id = f.add_named("job", "{}").await;
+    let id = f.add("{}").await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let worker = f
@@ -136,7 +136,7 @@ async fn cancel_job_fails_the_attempt_with_the_reason_when_the_processor_honours
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_job_retries_per_attempts_and_drops_a_processor_that_ignores_the_token() {
     let f = Fixture::new("cancel-ignore").await;
-    let id = f.add_named("job", r#"{"attempts":2}"#).await;
+    let id = f.add(r#"{"attempts":2}"#).await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let worker = f
         .spawn(
@@ -167,7 +167,7 @@ async fn cancel_all_jobs_cancels_every_running_job_and_the_worker_goes_on() {
     let f = Fixture::new("cancel-all").await;
     let mut ids = Vec::new();
     for _ in 0..3 {
-        ids.push(f.add_named("job", "{}").await);
+        ids.push(f.add("{}").await);
     }
     let (tx, mut started) = mpsc::unbounded_channel();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -189,7 +189,7 @@ async fn cancel_all_jobs_cancels_every_running_job_and_the_worker_goes_on() {
         assert_eq!(f.end(id).await, JobEnd::Failed(Some("maintenance".into())));
     }
     // Still fetching: a new job runs.
-    let later = f.add_named("job", "{}").await;
+    let later = f.add("{}").await;
     assert_eq!(next(&mut started).await, later);
     assert!(worker.is_running().await);
     assert_eq!(worker.cancel_all_jobs(None).await.unwrap(), 1);
@@ -252,7 +252,7 @@ async fn a_job_outrunning_its_timeout_fails_with_a_clear_reason_and_others_are_n
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeout_token_reaches_a_processor_that_honours_it_with_the_reason() {
     let f = Fixture::new("timeout-honour").await;
-    let id = f.add_named("job", r#"{"attempts":2}"#).await;
+    let id = f.add(r#"{"attempts":2}"#).await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let worker = f
@@ -293,7 +293,7 @@ async fn concurrency_raised_and_lowered_at_run_time_changes_how_many_jobs_run_at
     let f = Fixture::new("concurrency").await;
     let mut ids = Vec::new();
     for _ in 0..6 {
-        ids.push(f.add_named("job", "{}").await);
+        ids.push(f.add("{}").await);
     }
     let gauge = Arc::new(Gauge::default());
     let gate = Arc::new(Semaphore::new(0));
@@ -380,7 +380,7 @@ async fn lifecycle_callbacks_fire_once_each_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_close_during_the_grace_drops_the_processor_at_once_and_records_nothing() {
     let f = Fixture::new("cancel-then-force").await;
-    let id = f.add_named("job", "{}").await;
+    let id = f.add("{}").await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let worker = f
         .spawn(
@@ -408,7 +408,7 @@ async fn a_forced_close_during_the_grace_drops_the_processor_at_once_and_records
 async fn cancellation_and_timeouts_behave_the_same_on_job_actors() {
     use ractor_bullmq::worker::JobRunner;
     let f = Fixture::new("cancel-actor").await;
-    let cancelled = f.add_named("job", "{}").await;
+    let cancelled = f.add("{}").await;
     let timed = f.add_named("slow", "{}").await;
     let (tx, mut started) = mpsc::unbounded_channel();
     let worker = f
