@@ -19,6 +19,16 @@
 //   extendLock      {id, token, duration}         job.extendLock(token, duration): 1 or 0
 //                                                 (an absent job is loaded as a bare Job so the
 //                                                 call still reaches the script)
+//   removeChildDependency     {id}                job.removeChildDependency(): true / false
+//   removeUnprocessedChildren {id}                job.removeUnprocessedChildren()
+//   removeJobDeduplicationKey {id}                job.removeDeduplicationKey(): true / false
+//   removeOrphanedJobs        {count?, limit?}    queue.removeOrphanedJobs(count, limit)
+//   getDelayedCount           {timestamp?}        queue.getDelayedCount(timestamp)
+//   getVersion                                    queue.getVersion()
+//   removeDeprecatedPriorityKey                   queue.removeDeprecatedPriorityKey()
+//   recordJobCountsMetric     {types?}            queue.recordJobCountsMetric(...types)
+//   isJobScheduler            {id}                (await queue.jobScheduler).isJobScheduler(id)
+//   jobAction                 {id, action, args?} job[action](...args) on Job.fromId
 // Output: {result: <what the BullMQ call returned, or null>}
 
 const { Job } = require('bullmq');
@@ -53,7 +63,27 @@ const OPS = {
     const job = (await Job.fromId(queue, String(a.id))) || new Job(queue, 'absent', {}, {}, String(a.id));
     return job.extendLock(a.token, a.duration);
   },
+  removeChildDependency: async (queue, a) => (await mustGet(queue, a.id)).removeChildDependency(),
+  removeUnprocessedChildren: async (queue, a) => (await mustGet(queue, a.id)).removeUnprocessedChildren(),
+  removeJobDeduplicationKey: async (queue, a) => (await mustGet(queue, a.id)).removeDeduplicationKey(),
+  removeOrphanedJobs: (queue, a) =>
+    queue.removeOrphanedJobs(a.count === undefined ? 1000 : a.count, a.limit === undefined ? 0 : a.limit),
+  getDelayedCount: (queue, a) => queue.getDelayedCount(a.timestamp === undefined ? undefined : a.timestamp),
+  getVersion: queue => queue.getVersion(),
+  removeDeprecatedPriorityKey: queue => queue.removeDeprecatedPriorityKey(),
+  recordJobCountsMetric: (queue, a) => queue.recordJobCountsMetric(...(a.types || [])),
+  isJobScheduler: async (queue, a) => (await queue.jobScheduler).isJobScheduler(String(a.id)),
+  jobAction: async (queue, a) => {
+    const job = await mustGet(queue, a.id);
+    return job[a.action](...(a.args || []));
+  },
 };
+
+async function mustGet(queue, id) {
+  const job = await Job.fromId(queue, String(id));
+  if (!job) throw new Error(`job ${id} not found`);
+  return job;
+}
 
 run(async args => {
   const op = OPS[args.op];

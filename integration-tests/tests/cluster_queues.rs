@@ -291,7 +291,13 @@ async fn queue_control_flows_and_schedulers_run_in_the_slot() -> Result<()> {
     })
     .await?;
     ensure!(queue.remove(plain.id()).await?);
-    let cleaned = queue.clean(Duration::ZERO, 10, JobState::Completed).await?;
+    let cleaned = queue
+        .clean(
+            ractor_bullmq::CleanOptions::new(Duration::ZERO)
+                .limit(10)
+                .state(JobState::Completed),
+        )
+        .await?;
     ensure!(cleaned.len() == 3, "{cleaned:?}");
 
     // A flow across two queues of the prefix: the child completes, then the parent.

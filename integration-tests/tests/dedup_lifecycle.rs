@@ -424,7 +424,11 @@ impl Ours {
             }
             "clean" => {
                 self.queue
-                    .clean(Duration::ZERO, 0, label("type").parse()?)
+                    .clean(
+                        ractor_bullmq::CleanOptions::new(Duration::ZERO)
+                            .limit(0)
+                            .state(label("type").parse()?),
+                    )
                     .await?;
             }
             "drain" => {

@@ -77,25 +77,25 @@ async fn our_reads(queue: &ractor_bullmq::Queue, id: &str) -> Result<Value> {
         .get_job(id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("parent {id} missing"))?;
-    let job_values: BTreeMap<String, Value> = job.get_children_values(queue).await?;
+    let job_values: BTreeMap<String, Value> = job.get_children_values().await?;
     assert_eq!(
         json!(job_values),
         reads["values"],
         "Job::get_children_values"
     );
     assert_eq!(
-        json!(job.get_ignored_children_failures(queue).await?),
+        json!(job.get_ignored_children_failures().await?),
         reads["ignored"]
     );
     assert_eq!(
-        json!(job.get_failed_children_values(queue).await?),
+        json!(job.get_failed_children_values().await?),
         reads["failedValues"]
     );
-    assert_eq!(job.get_dependencies(queue).await?, deps);
-    assert_eq!(job.get_dependencies_count(queue).await?, counts);
+    assert_eq!(job.get_dependencies().await?, deps);
+    assert_eq!(job.get_dependencies_count().await?, counts);
     for kind in [DependencyKind::Processed, DependencyKind::Unprocessed] {
         assert_eq!(
-            job.get_dependencies_page(queue, kind, 0, 100).await?,
+            job.get_dependencies_page(kind, 0, 100).await?,
             queue.get_dependencies_page(id, kind, 0, 100).await?
         );
     }
@@ -238,16 +238,14 @@ async fn parent_reads_agree_with_node(children_by_node: bool) -> Result<()> {
         values,
         [&Returned::Number(1), &Returned::Object { two: vec![2] }]
     );
-    // A Job read through a queue of another name is refused before anything is read.
-    let other = open_queue(&kids).await?;
+    // A Job built by hand has no queue handle: its reads are refused before anything is read.
     let parent_job = queue.get_job(&mixed).await?.expect("the parent");
-    let refused = parent_job.get_dependencies_count(&other).await;
+    let detached = ractor_bullmq::Job::from_record(parents.as_str(), parent_job.into_record());
+    let refused = detached.get_dependencies_count().await;
     assert!(
-        matches!(&refused, Err(ractor_bullmq::QueueError::OtherQueue { job_queue, queue, .. })
-            if *job_queue == parents && *queue == kids),
+        matches!(&refused, Err(ractor_bullmq::QueueError::Detached { job_id }) if *job_id == mixed),
         "{refused:?}"
     );
-    other.close().await?;
     queue.close().await?;
     for q in [&parents, &kids, &later] {
         cleanup(q).await?;

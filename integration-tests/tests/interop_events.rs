@@ -116,7 +116,11 @@ async fn run_through_rust(queue: &Queue, steps: &[Step]) -> anyhow::Result<()> {
             Step::UpdateData(id, data) => queue.update_data(id, data).await?,
             Step::Clean(state, limit) => {
                 queue
-                    .clean(std::time::Duration::ZERO, *limit, *state)
+                    .clean(
+                        ractor_bullmq::CleanOptions::new(std::time::Duration::ZERO)
+                            .limit(*limit)
+                            .state(*state),
+                    )
                     .await?;
             }
             Step::Drain { delayed } => {

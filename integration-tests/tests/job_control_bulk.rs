@@ -190,7 +190,11 @@ async fn retry_jobs_leaves_the_same_state_as_node() -> Result<()> {
     let q = open_queue(&our_q).await?;
     let untouched = snapshot(&our_q, &[(our_q.as_str(), "<q>")]).await?;
     let refused = q
-        .retry_jobs(RetryFrom::Failed, 0, None)
+        .retry_jobs(
+            ractor_bullmq::RetryJobsOptions::new()
+                .state(RetryFrom::Failed)
+                .count(0),
+        )
         .await
         .expect_err("a batch of 0 is refused");
     assert!(
@@ -205,9 +209,10 @@ async fn retry_jobs_leaves_the_same_state_as_node() -> Result<()> {
     );
     assert_eq!(
         q.retry_jobs(
-            RetryFrom::Failed,
-            10,
-            Some(UNIX_EPOCH + Duration::from_millis(1))
+            ractor_bullmq::RetryJobsOptions::new()
+                .state(RetryFrom::Failed)
+                .count(10)
+                .timestamp(UNIX_EPOCH + Duration::from_millis(1))
         )
         .await?,
         0,
@@ -218,15 +223,37 @@ async fn retry_jobs_leaves_the_same_state_as_node() -> Result<()> {
         &untouched,
         "after the refusal and the empty retry",
     );
-    assert_eq!(q.retry_jobs(RetryFrom::Completed, 2, None).await?, 3);
+    assert_eq!(
+        q.retry_jobs(
+            ractor_bullmq::RetryJobsOptions::new()
+                .state(RetryFrom::Completed)
+                .count(2)
+        )
+        .await?,
+        3
+    );
     let our_f1 = finished_on(&our_q, "f1").await?;
     let by_f1 = UNIX_EPOCH + Duration::from_millis(our_f1);
     assert_eq!(
-        q.retry_jobs(RetryFrom::Failed, 1000, Some(by_f1)).await?,
+        q.retry_jobs(
+            ractor_bullmq::RetryJobsOptions::new()
+                .state(RetryFrom::Failed)
+                .count(1000)
+                .timestamp(by_f1)
+        )
+        .await?,
         1,
         "only f1 failed by then"
     );
-    assert_eq!(q.retry_jobs(RetryFrom::Failed, 1, None).await?, 2);
+    assert_eq!(
+        q.retry_jobs(
+            ractor_bullmq::RetryJobsOptions::new()
+                .state(RetryFrom::Failed)
+                .count(1)
+        )
+        .await?,
+        2
+    );
     q.close().await?;
 
     assert_same_as_node(&our_q, &node_q, "after retryJobs").await?;
@@ -292,7 +319,7 @@ async fn promote_jobs_leaves_the_same_state_as_node() -> Result<()> {
     let q = open_queue(&our_q).await?;
     q.pause().await?;
     let refused = q
-        .promote_jobs(0)
+        .promote_jobs(ractor_bullmq::PromoteJobsOptions::new().count(0))
         .await
         .expect_err("a batch of 0 is refused");
     assert!(
@@ -304,8 +331,17 @@ async fn promote_jobs_leaves_the_same_state_as_node() -> Result<()> {
         3,
         "the refusal moved nothing"
     );
-    assert_eq!(q.promote_jobs(2).await?, 3);
-    assert_eq!(q.promote_jobs(1000).await?, 0, "nothing left to promote");
+    assert_eq!(
+        q.promote_jobs(ractor_bullmq::PromoteJobsOptions::new().count(2))
+            .await?,
+        3
+    );
+    assert_eq!(
+        q.promote_jobs(ractor_bullmq::PromoteJobsOptions::new().count(1000))
+            .await?,
+        0,
+        "nothing left to promote"
+    );
     q.close().await?;
 
     assert_same_as_node(&our_q, &node_q, "after promoteJobs").await?;

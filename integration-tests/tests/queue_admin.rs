@@ -334,11 +334,19 @@ async fn clean_honours_grace_and_limit_and_emits_cleaned() -> Result<()> {
     put_finished(&raw, &keys, "fresh", QueueKey::Completed, now_ms()).await?;
 
     let first = queue
-        .clean(Duration::from_secs(60), 2, JobState::Completed)
+        .clean(
+            ractor_bullmq::CleanOptions::new(Duration::from_secs(60))
+                .limit(2)
+                .state(JobState::Completed),
+        )
         .await?;
     assert_eq!(first, ["old0", "old1"], "oldest first, at most the limit");
     let rest = queue
-        .clean(Duration::from_secs(60), 0, JobState::Completed)
+        .clean(
+            ractor_bullmq::CleanOptions::new(Duration::from_secs(60))
+                .limit(0)
+                .state(JobState::Completed),
+        )
         .await?;
     assert_eq!(rest, ["old2", "old3", "old4"]);
     assert_eq!(
@@ -352,11 +360,21 @@ async fn clean_honours_grace_and_limit_and_emits_cleaned() -> Result<()> {
     // Waiting jobs are aged by their timestamp: none is older than an hour.
     queue.add("w", 1).await?;
     assert!(queue
-        .clean(Duration::from_secs(3600), 0, JobState::Waiting)
+        .clean(
+            ractor_bullmq::CleanOptions::new(Duration::from_secs(3600))
+                .limit(0)
+                .state(JobState::Waiting)
+        )
         .await?
         .is_empty());
     assert_eq!(
-        queue.clean(Duration::ZERO, 0, JobState::Waiting).await?,
+        queue
+            .clean(
+                ractor_bullmq::CleanOptions::new(Duration::ZERO)
+                    .limit(0)
+                    .state(JobState::Waiting)
+            )
+            .await?,
         ["1"]
     );
 

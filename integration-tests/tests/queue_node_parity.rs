@@ -231,7 +231,11 @@ async fn both(queue: &Queue, node_queue: &str, op: Json) -> Result<()> {
             let state = op["type"].as_str().unwrap_or("completed").parse()?;
             let grace = std::time::Duration::from_millis(op["grace"].as_u64().unwrap_or(0));
             queue
-                .clean(grace, op["limit"].as_u64().unwrap_or(0), state)
+                .clean(
+                    ractor_bullmq::CleanOptions::new(grace)
+                        .limit(op["limit"].as_u64().unwrap_or(0))
+                        .state(state),
+                )
                 .await?;
         }
         "drain" => {

@@ -11,6 +11,7 @@
 //! | [`JobFlows`] | a flow parent's children by outcome, and their counts | `Queue`, a running job's context |
 //! | [`FlowStore`] | add a whole flow (a tree of jobs across queues) atomically, read it back node by node | `FlowProducer` |
 //! | [`JobControl`] | retry a finished job, promote a delayed one (one by one or in batches), change priority or delay, renew a lock | `Queue` job control |
+//! | [`QueueMaintenance`] | delayed count before a time, deprecated keys, scheduler check, job-owned dedup key, a parent's pending children, orphaned jobs | `Queue` and `Job` upkeep |
 //! | [`JobSchedulers`] | upsert, next iteration, read, count, remove job schedulers | `Queue` scheduler API, the CLI |
 //! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work, next scheduler iteration, a running job's own moves (to waiting-children, back to wait) | the Worker, its LockManager, a running job's context |
 //! | [`EventStream`] / [`EventPublisher`] | read the event log from a cursor, publish | QueueEvents, QueueEventsProducer |
@@ -32,6 +33,7 @@ pub mod events;
 pub mod flow_store;
 pub mod flows;
 pub mod job_control;
+pub mod maintenance;
 pub mod metrics;
 pub mod queue;
 pub mod queue_control;
@@ -52,6 +54,7 @@ pub use events::{EventEntry, EventPublisher, EventStream};
 pub use flow_store::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowRefusal, FlowStore};
 pub use flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
 pub use job_control::{ControlOutcome, JobControl, LockOutcome, RetryFrom, RetryReset};
+pub use maintenance::{ChildDependency, QueueMaintenance};
 pub use metrics::{Metrics, MetricsKind, MetricsMeta};
 pub use queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,

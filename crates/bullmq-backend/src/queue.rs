@@ -251,7 +251,14 @@ pub trait QueueAdmin: Send + Sync + 'static {
 /// queue, plus closing.
 #[async_trait]
 pub trait QueueStore:
-    Producer + QueueAdmin + JobUpdates + JobFlows + JobSchedulers + QueueControl + JobControl
+    Producer
+    + QueueAdmin
+    + JobUpdates
+    + JobFlows
+    + JobSchedulers
+    + QueueControl
+    + JobControl
+    + crate::QueueMaintenance
 {
     /// The queue's name.
     fn queue_name(&self) -> &str;

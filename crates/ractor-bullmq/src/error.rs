@@ -109,15 +109,12 @@ pub enum QueueError {
         /// Why it is refused.
         reason: &'static str,
     },
-    /// A [`crate::Job`] was read through a [`crate::Queue`] of another name; nothing was read.
-    #[error("job {job_id} belongs to queue {job_queue}, not to {queue}")]
-    OtherQueue {
+    /// An action on a [`crate::Job`] that holds no queue handle (built with `Job::decode` or
+    /// `Job::from_record`, or fetched by a Worker); nothing was read or written.
+    #[error("job {job_id} was not read through a queue, so it cannot act on it (read it with Queue::get_job)")]
+    Detached {
         /// The job's id.
         job_id: String,
-        /// The queue the job belongs to.
-        job_queue: String,
-        /// The queue it was read through.
-        queue: String,
     },
     /// The operation reads Redis itself (`CLIENT LIST`) and the queue is on another backend.
     #[error("`{operation}` needs the Redis backend")]

@@ -44,8 +44,8 @@ pub use job::Job;
 pub use job_wait::{JobFinished, WaitError};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
 pub use queue::{
-    AddJob, JobCounts, JobLogs, ObliterateOptions, Queue, QueueMeta, QueueOptions, RateLimitTtl,
-    RemoveOptions, WorkerInfo, DEFAULT_MOVE_BATCH,
+    AddJob, CleanOptions, JobCounts, JobLogs, ObliterateOptions, PromoteJobsOptions, Queue,
+    QueueMeta, QueueOptions, RateLimitTtl, RemoveOptions, RetryJobsOptions, WorkerInfo,
 };
 pub use runtime::{Runtime, RuntimeOptions};
 pub use supervision::RuntimeEvent;

@@ -62,7 +62,11 @@ async fn retry_and_promote_loop_over_batches_and_count_every_job() {
     assert!(reply.codes.iter().all(|code| *code == FinishCode::Ok));
 
     let refused = queue
-        .retry_jobs(RetryFrom::Failed, 0, None)
+        .retry_jobs(
+            ractor_bullmq::RetryJobsOptions::new()
+                .state(RetryFrom::Failed)
+                .count(0),
+        )
         .await
         .expect_err("count 0");
     assert!(matches!(
@@ -75,7 +79,14 @@ async fn retry_and_promote_loop_over_batches_and_count_every_job() {
     assert_eq!(queue.get_job_counts().await.unwrap().failed, 5);
     // Batches of 2: 2 + 2 + 1, the short one ends the loop.
     assert_eq!(
-        queue.retry_jobs(RetryFrom::Failed, 2, None).await.unwrap(),
+        queue
+            .retry_jobs(
+                ractor_bullmq::RetryJobsOptions::new()
+                    .state(RetryFrom::Failed)
+                    .count(2)
+            )
+            .await
+            .unwrap(),
         5
     );
     assert_eq!(queue.get_job_counts().await.unwrap().waiting, 5);
@@ -88,11 +99,19 @@ async fn retry_and_promote_loop_over_batches_and_count_every_job() {
             .unwrap();
     }
     assert!(matches!(
-        queue.promote_jobs(0).await,
+        queue
+            .promote_jobs(ractor_bullmq::PromoteJobsOptions::new().count(0))
+            .await,
         Err(QueueError::InvalidArgument { .. })
     ));
     // A batch exactly full asks once more and finds nothing, as Node's loop.
-    assert_eq!(queue.promote_jobs(3).await.unwrap(), 3);
+    assert_eq!(
+        queue
+            .promote_jobs(ractor_bullmq::PromoteJobsOptions::new().count(3))
+            .await
+            .unwrap(),
+        3
+    );
     assert_eq!(queue.get_job_counts().await.unwrap().delayed, 0);
     assert_eq!(queue.get_job_counts().await.unwrap().waiting, 8);
 

@@ -71,6 +71,7 @@ mod flow;
 mod flow_add;
 mod job_control;
 mod locks;
+mod maintenance;
 mod queue_control;
 mod queue_state;
 mod schedulers;

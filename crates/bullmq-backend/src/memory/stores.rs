@@ -190,7 +190,7 @@ impl MemoryQueueStore {
         self.world.with_queue(&self.base, f)
     }
 
-    fn queues<T>(
+    pub(super) fn queues<T>(
         &self,
         f: impl FnOnce(&mut super::Queues, u64) -> BackendResult<T>,
     ) -> BackendResult<T> {

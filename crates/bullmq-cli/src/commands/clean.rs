@@ -44,7 +44,11 @@ pub(crate) async fn run(ctx: &Context, args: CleanArgs) -> Result<()> {
             limit => BATCH.min(limit - removed),
         };
         let ids = queue
-            .clean(grace, want, args.state)
+            .clean(
+                ractor_bullmq::CleanOptions::new(grace)
+                    .limit(want)
+                    .state(args.state),
+            )
             .await
             .with_context(|| {
                 format!("cleaning the {} jobs of queue {:?}", args.state, args.queue)

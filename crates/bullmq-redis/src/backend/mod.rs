@@ -8,6 +8,7 @@
 
 mod event_stream;
 mod flow_store;
+mod queue_maintenance;
 mod queue_store;
 mod replica_reads;
 mod worker_store;

@@ -31,9 +31,9 @@ use crate::{ConnectionConfig, Connections};
 /// [`RedisQueueStore::with_client`] leaves the client to its owner.
 #[derive(Debug, Clone)]
 pub struct RedisQueueStore {
-    client: Client,
-    reads: ReadRoute,
-    keys: QueueKeys,
+    pub(super) client: Client,
+    pub(super) reads: ReadRoute,
+    pub(super) keys: QueueKeys,
     owned: Option<std::sync::Arc<Connections>>,
 }
 

@@ -99,7 +99,7 @@ fn queue_name(key: &str, prefix: &str, marker: &str) -> Option<String> {
 
 /// `text` with SCAN's glob characters escaped, so a prefix such as `{bull}` or `a*b` matches
 /// only itself.
-fn glob_escape(text: &str) -> String {
+pub(crate) fn glob_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {

@@ -13,6 +13,7 @@ mod flow_add;
 mod flows;
 mod getters;
 mod job_control;
+pub(crate) mod maintenance;
 pub mod queue_control;
 mod reads;
 mod reply;

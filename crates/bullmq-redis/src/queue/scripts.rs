@@ -77,3 +77,15 @@ lua_script!(pub(crate) static CHANGE_PRIORITY = "change_priority":
     "includes/enqueue.lua", "change_priority.lua");
 lua_script!(pub(crate) static CHANGE_DELAY = "change_delay":
     "includes/scores.lua", "includes/events.lua", "includes/markers.lua", "change_delay.lua");
+lua_script!(pub(crate) static REMOVE_CHILD_DEPENDENCY = "remove_child_dependency":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "includes/job_keys.lua", "includes/remove_job_fully.lua",
+    "remove_child_dependency.lua");
+lua_script!(pub(crate) static REMOVE_UNPROCESSED_CHILDREN = "remove_unprocessed_children":
+    "includes/scores.lua", "includes/events.lua", "includes/gates.lua", "includes/markers.lua",
+    "includes/enqueue.lua", "includes/job_keys.lua", "includes/remove_job_fully.lua",
+    "remove_unprocessed_children.lua");
+lua_script!(pub(crate) static REMOVE_OWNED_DEDUP_KEY = "remove_owned_dedup_key":
+    "remove_owned_dedup_key.lua");
+lua_script!(pub(crate) static REMOVE_ORPHANED_JOBS = "remove_orphaned_jobs":
+    "remove_orphaned_jobs.lua");

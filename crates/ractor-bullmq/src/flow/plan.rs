@@ -11,7 +11,6 @@ use bullmq_protocol::options::{JobOptions, ParentRef};
 use super::error::FlowError;
 use super::node::JobNode;
 use crate::queue::add::{prepare, DefaultOptions, PreparedRecord};
-use bullmq_backend::AddResult;
 
 /// The inserts of one `add` / `add_bulk` call and how to rebuild the trees from their ids.
 pub(crate) struct Plan {
@@ -159,7 +158,7 @@ impl Plan {
         } = self;
         let mut nodes: Vec<Option<JobNode>> = Vec::with_capacity(records.len());
         for ((record, queue), id) in records.into_iter().zip(&queue_names).zip(ids) {
-            let job = record.into_job(queue, AddResult::Id(id))?;
+            let job = record.into_detached_job(queue, id);
             nodes.push(Some(JobNode::new(job, Vec::new())));
         }
         // Children come after their parents: assembling from the end moves every finished

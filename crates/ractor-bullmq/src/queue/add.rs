@@ -32,8 +32,8 @@ impl PreparedJob {
     }
 
     /// The [`Job`] as stored under the id the script returned.
-    pub(crate) fn into_job(self, queue_name: &str, result: AddResult) -> Result<Job> {
-        PreparedRecord(self.record).into_job(queue_name, result)
+    pub(crate) fn into_job(self, queue: &Queue, result: AddResult) -> Result<Job> {
+        PreparedRecord(self.record).into_job(queue, result)
     }
 }
 
@@ -41,13 +41,21 @@ impl PreparedJob {
 pub(crate) struct PreparedRecord(JobRecord);
 
 impl PreparedRecord {
+    /// The [`Job`] as stored under `id`, without a queue handle (a flow's nodes, added by a
+    /// `FlowProducer` that holds no `Queue`).
+    pub(crate) fn into_detached_job(self, queue_name: &str, id: String) -> Job {
+        let mut record = self.0;
+        record.id = id;
+        Job::from_record(queue_name, record)
+    }
+
     /// The [`Job`] as stored under the id the script returned.
-    pub(crate) fn into_job(self, queue_name: &str, result: AddResult) -> Result<Job> {
+    pub(crate) fn into_job(self, queue: &Queue, result: AddResult) -> Result<Job> {
         let mut record = self.0;
         match result {
             AddResult::Id(id) => {
                 record.id = id;
-                Ok(Job::from_record(queue_name, record))
+                Ok(Job::of_queue(queue, record))
             }
             AddResult::ParentMissing { parent_key } => {
                 Err(QueueError::ParentNotFound { parent_key })
@@ -167,6 +175,44 @@ fn parent_link(parent: &ParentRef, opts: &JobOptions) -> ParentLink {
     ParentLink::new(parent.job_key(), info.to_string())
 }
 
+/// `over`'s options set over `base`'s: each option `over` sets wins, each it leaves unset
+/// keeps `base`'s value; unknown keys merge the same way.
+pub(crate) fn merge_over(mut base: JobOptions, over: JobOptions) -> JobOptions {
+    // Every field of `JobOptions` is optional; list them all (`extra` is merged below).
+    macro_rules! set_over {
+        ($($field:ident),* $(,)?) => {
+            $(if over.$field.is_some() { base.$field = over.$field; })*
+        };
+    }
+    set_over!(
+        attempts,
+        delay,
+        priority,
+        backoff,
+        lifo,
+        job_id,
+        remove_on_complete,
+        remove_on_fail,
+        stack_trace_limit,
+        size_limit,
+        timestamp,
+        parent,
+        repeat,
+        prev_millis,
+        repeat_job_key,
+        deduplication,
+        fail_parent_on_failure,
+        continue_parent_on_failure,
+        ignore_dependency_on_failure,
+        remove_dependency_on_failure,
+        keep_logs,
+        telemetry_metadata,
+        omit_context,
+    );
+    base.extra.extend(over.extra);
+    base
+}
+
 /// A job being added: set options, then `.await` it (Node `queue.add(name, data, opts)`).
 ///
 /// ```no_run
@@ -199,9 +245,23 @@ impl<'q> AddJob<'q> {
         }
     }
 
-    /// Replaces all options set so far.
+    /// Sets every option that `opts` sets, over those set so far (by earlier setters or an
+    /// earlier `opts`): an option `opts` leaves unset keeps its value, so the order of
+    /// `.opts(..)` and the setters only matters for an option both set (the later wins).
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: &ractor_bullmq::Queue) -> Result<(), ractor_bullmq::QueueError> {
+    /// use ractor_bullmq::protocol::options::JobOptions;
+    /// let job = queue
+    ///     .add("email", &serde_json::json!({}))
+    ///     .priority(3)
+    ///     .opts(JobOptions::new().attempts(5))
+    ///     .await?;
+    /// assert_eq!((job.priority(), job.opts().attempts), (3, Some(5)));
+    /// # Ok(()) }
+    /// ```
     pub fn opts(mut self, opts: JobOptions) -> Self {
-        self.opts = opts;
+        self.opts = merge_over(self.opts, opts);
         self
     }
 
@@ -284,5 +344,45 @@ impl<'q> IntoFuture for AddJob<'q> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.send())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opts_keep_what_setters_set_before() {
+        let before = JobOptions::new().priority(3).delay(Duration::from_secs(1));
+        let merged = merge_over(before, JobOptions::new().attempts(5));
+        assert_eq!(merged.priority, Some(3));
+        assert_eq!(merged.delay, Some(1000));
+        assert_eq!(merged.attempts, Some(5));
+    }
+
+    #[test]
+    fn later_value_wins_for_an_option_set_twice() {
+        let merged = merge_over(JobOptions::new().priority(3), JobOptions::new().priority(7));
+        assert_eq!(merged.priority, Some(7));
+        let back = merge_over(merged, JobOptions::new().lifo(true));
+        assert_eq!((back.priority, back.lifo), (Some(7), Some(true)));
+    }
+
+    #[test]
+    fn merge_over_sets_every_field_the_serialised_form_has() {
+        // Every option set (as JSON) must survive a merge over empty options: a field missing
+        // from `merge_over`'s list would be dropped here.
+        let full: JobOptions = serde_json::from_value(json!({
+            "attempts": 3, "delay": 10, "priority": 2, "backoff": {"type": "fixed", "delay": 5},
+            "lifo": true, "jobId": "x", "removeOnComplete": true, "removeOnFail": 4,
+            "stackTraceLimit": 2, "sizeLimit": 100, "timestamp": 1, "parent": {"id": "p", "queue": "bull:q"},
+            "repeat": {"every": 5}, "prevMillis": 3, "repeatJobKey": "k",
+            "de": {"id": "d"}, "fpof": true, "cpof": true, "idof": true, "rdof": true,
+            "kl": 9, "tm": "t", "omc": true, "custom": 1
+        }))
+        .expect("options");
+        let merged = merge_over(JobOptions::new(), full.clone());
+        assert_eq!(merged, full);
+        assert_eq!(merge_over(full.clone(), JobOptions::new()), full);
     }
 }

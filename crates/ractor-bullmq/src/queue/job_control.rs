@@ -1,24 +1,20 @@
 //! Job control from code: retry a finished job, promote a delayed one, and ask where a job
 //! is (Node's `job.retry()`, `job.promote()`, `job.isCompleted()` …), retry or promote jobs in
 //! bulk (`queue.retryJobs()`, `queue.promoteJobs()`) and renew a lock (`job.extendLock()`).
-//! A fetched [`Job`] holds no connection, so these live on the [`Queue`] and take the job's
-//! id.
+//! Each per-job method here takes the job's id; a [`Job`] the queue read has the same
+//! actions without the id ([`crate::job::actions`]), which call these.
 //!
 //! [`Job`]: crate::Job
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use bullmq_backend::{ControlOutcome, LockOutcome, RetryFrom, RetryReset};
 use bullmq_protocol::score::MAX_PRIORITY;
 use bullmq_protocol::state::JobState;
 use bullmq_protocol::ValidationError;
 
-use super::{add, Queue};
+use super::{add, PromoteJobsOptions, Queue, RetryJobsOptions};
 use crate::error::{QueueError, Result};
-
-/// Jobs moved per call by [`Queue::retry_jobs`] and [`Queue::promote_jobs`] when Node's
-/// default is wanted (its `count` defaults to 1000).
-pub const DEFAULT_MOVE_BATCH: u32 = 1000;
 
 impl Queue {
     /// Moves job `job_id` from `from` (failed or completed) back to be processed (Node
@@ -99,19 +95,24 @@ impl Queue {
         Ok(self.inner.store.clear_logs(job_id, keep).await?)
     }
 
-    /// Moves every job of `from` finished at or before `timestamp` (`None`: now, read again
-    /// for each batch as Node does) back to `wait`, `count` jobs per call, until a call moves
-    /// fewer (Node `queue.retryJobs({state, count, timestamp})`). Each job goes to the back of
+    /// Moves every job of `options.state` (default failed) finished at or before
+    /// `options.timestamp` (default now, read again for each batch as Node does) back to
+    /// `wait`, `options.count` (default 1000) jobs per call, until a call moves fewer (Node
+    /// `queue.retryJobs({state, count, timestamp})`). Each job goes to the back of
     /// `wait` whatever its priority or `lifo` (as Node's script), loses `finishedOn`,
     /// `processedOn` and its outcome (its attempt counters are kept), becomes a pending
-    /// dependency of its flow parent again, and `waiting` (prev = `from`) is emitted for it.
-    /// Returns how many jobs moved.
+    /// dependency of its flow parent again, and `waiting` (prev = the state) is emitted for
+    /// it. Returns how many jobs moved.
     ///
     /// ```no_run
     /// # async fn demo(queue: ractor_bullmq::Queue) -> Result<(), ractor_bullmq::QueueError> {
-    /// use ractor_bullmq::{RetryFrom, DEFAULT_MOVE_BATCH};
-    /// let moved = queue.retry_jobs(RetryFrom::Failed, DEFAULT_MOVE_BATCH, None).await?;
+    /// use ractor_bullmq::{RetryFrom, RetryJobsOptions};
+    /// let moved = queue.retry_jobs(RetryJobsOptions::new()).await?;
     /// println!("{moved} failed jobs retried");
+    /// let moved = queue
+    ///     .retry_jobs(RetryJobsOptions::new().state(RetryFrom::Completed).count(100))
+    ///     .await?;
+    /// println!("{moved} completed jobs run again");
     /// # Ok(()) }
     /// ```
     ///
@@ -120,12 +121,12 @@ impl Queue {
     /// [`QueueError::InvalidArgument`] when `count` is 0 (nothing written; Node would loop
     /// forever); [`QueueError::Redis`] / [`QueueError::Backend`] (batches moved before the
     /// failure stay moved).
-    pub async fn retry_jobs(
-        &self,
-        from: RetryFrom,
-        count: u32,
-        timestamp: Option<SystemTime>,
-    ) -> Result<u64> {
+    pub async fn retry_jobs(&self, options: RetryJobsOptions) -> Result<u64> {
+        let RetryJobsOptions {
+            state: from,
+            count,
+            timestamp,
+        } = options;
         check_count(count)?;
         let fixed = timestamp.map(|at| {
             at.duration_since(UNIX_EPOCH)
@@ -143,8 +144,8 @@ impl Queue {
         }
     }
 
-    /// Moves every delayed job to `wait` now, `count` per call, until a call moves fewer
-    /// (Node `queue.promoteJobs({count})`): soonest due first, each to the back of `wait`
+    /// Moves every delayed job to `wait` now, `options.count` (default 1000) per call, until a
+    /// call moves fewer (Node `queue.promoteJobs({count})`): soonest due first, each to the back of `wait`
     /// whatever its priority (as Node's script), its `delay` field left as it was, emitting
     /// `waiting` (prev `delayed`) per job. Returns how many jobs moved.
     ///
@@ -153,7 +154,8 @@ impl Queue {
     /// [`QueueError::InvalidArgument`] when `count` is 0 (nothing written);
     /// [`QueueError::Redis`] / [`QueueError::Backend`] (batches moved before the failure stay
     /// moved).
-    pub async fn promote_jobs(&self, count: u32) -> Result<u64> {
+    pub async fn promote_jobs(&self, options: PromoteJobsOptions) -> Result<u64> {
+        let count = options.count;
         check_count(count)?;
         let mut total = 0;
         loop {

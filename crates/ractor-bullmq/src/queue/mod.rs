@@ -19,8 +19,10 @@
 //! ```
 
 pub(crate) mod add;
+mod batch_options;
 mod flows;
 mod job_control;
+mod maintenance;
 mod metrics;
 mod options;
 mod prometheus;
@@ -32,7 +34,6 @@ mod workers;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bullmq_backend::{Backend, QueueStore};
 use bullmq_protocol::keys::QueueKeys;
@@ -44,7 +45,7 @@ use serde::Serialize;
 use tracing::Instrument;
 
 pub use add::AddJob;
-pub use job_control::DEFAULT_MOVE_BATCH;
+pub use batch_options::{CleanOptions, PromoteJobsOptions, RetryJobsOptions};
 pub use options::QueueOptions;
 pub use prometheus::prometheus_text;
 pub use queue_control::RateLimitTtl;
@@ -242,7 +243,7 @@ impl Queue {
                 trace_metadata,
             )?;
             let result = self.inner.store.add(&prepared.new_job).await?;
-            let job = prepared.into_job(queue_name, result)?;
+            let job = prepared.into_job(self, result)?;
             telemetry::record_job_id(&tracing::Span::current(), job.id());
             telemetry::job_added(queue_name, job.id(), job.name());
             Ok(job)
@@ -292,7 +293,7 @@ impl Queue {
             let jobs = records
                 .into_iter()
                 .zip(results)
-                .map(|(job, result)| job.into_job(queue_name, result))
+                .map(|(job, result)| job.into_job(self, result))
                 .collect::<Result<Vec<_>>>()?;
             for job in &jobs {
                 telemetry::job_added(queue_name, job.id(), job.name());
@@ -311,7 +312,7 @@ impl Queue {
     /// (including binary values that are not UTF-8); [`QueueError::Redis`].
     pub async fn get_job(&self, job_id: &str) -> Result<Option<Job>> {
         let record = self.inner.store.get_job(job_id).await?;
-        Ok(record.map(|record| Job::from_record(&self.inner.name, record)))
+        Ok(record.map(|record| Job::of_queue(self, record)))
     }
 
     /// The state of a job ([`JobState::Unknown`] when it is in none).
@@ -431,16 +432,32 @@ impl Queue {
         Ok(removed)
     }
 
-    /// Removes jobs in `state` older than `grace` (by finishedOn, processedOn or timestamp),
-    /// at most `limit` (0 = all) (Node `clean`). Emits `cleaned`; returns the removed ids.
+    /// Removes jobs in `options.state` (default completed) older than `options.grace` (by
+    /// finishedOn, processedOn or timestamp), at most `options.limit` (default 0 = all) (Node
+    /// `clean(grace, limit, type)`). Emits `cleaned`; returns the removed ids.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: ractor_bullmq::Queue) -> Result<(), ractor_bullmq::QueueError> {
+    /// use std::time::Duration;
+    /// use ractor_bullmq::CleanOptions;
+    /// use ractor_bullmq::protocol::state::JobState;
+    /// let hour = Duration::from_secs(3600);
+    /// queue.clean(CleanOptions::new(hour)).await?; // completed jobs older than an hour
+    /// queue.clean(CleanOptions::new(hour).state(JobState::Failed).limit(500)).await?;
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     ///
     /// [`QueueError::Redis`] (also for [`JobState::Unknown`]).
-    pub async fn clean(&self, grace: Duration, limit: u64, state: JobState) -> Result<Vec<String>> {
-        let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+    pub async fn clean(&self, options: CleanOptions) -> Result<Vec<String>> {
+        let grace_ms = u64::try_from(options.grace.as_millis()).unwrap_or(u64::MAX);
         let cutoff = add::now_ms().saturating_sub(grace_ms);
-        Ok(self.inner.store.clean(state, cutoff, limit).await?)
+        Ok(self
+            .inner
+            .store
+            .clean(options.state, cutoff, options.limit)
+            .await?)
     }
 
     /// Log lines `start..=end` (`-1` = last) of a job, oldest first when `ascending`.

@@ -96,6 +96,7 @@
 //! | `bullmq_job_wait_seconds` | histogram | `queue`, `job_name` | seconds from added (or ready, when delayed) to started |
 //! | `bullmq_worker_active_jobs` | gauge | `queue` | jobs being processed in this process |
 //! | `bullmq_workers` | gauge | `queue` | running workers in this process |
+//! | `bullmq_queue_jobs` | gauge | `queue`, `state` | jobs of the queue in that state, when `Queue::record_job_counts_metric` last counted |
 //!
 //! The per-minute completed/failed counts that Node keeps in Redis
 //! (`metrics:completed|failed`) are read with [`Queue::get_metrics`](crate::Queue::get_metrics) (see [`Metrics`]).
@@ -145,6 +146,12 @@ pub use events::{
 pub use finish::{job_finished, AttemptEnd};
 pub use names::{event_names, metric_names, span_names, TARGET};
 pub use recorder::describe_metrics;
+
+/// Sets the `bullmq_queue_jobs` gauge of `queue` in `state` to `count`
+/// (`Queue::record_job_counts_metric`).
+pub(crate) fn queue_jobs_counted(queue: &str, state: bullmq_protocol::state::JobState, count: u64) {
+    recorder::queue_jobs(queue, state.as_str(), count);
+}
 pub use spans::{
     add_bulk_span, add_span, flow_add_bulk_span, flow_add_span, flow_get_span, process_span,
     propagation_metadata, record_job_id,

@@ -121,9 +121,12 @@ pub mod metric_names {
     pub const WORKER_ACTIVE_JOBS: &str = "bullmq_worker_active_jobs";
     /// Gauge: running workers in this process (`queue`).
     pub const WORKERS: &str = "bullmq_workers";
+    /// Gauge: jobs of the queue in one state, set by `Queue::record_job_counts_metric`
+    /// (`queue`, `state`).
+    pub const QUEUE_JOBS: &str = "bullmq_queue_jobs";
 
     /// Every metric name, in catalogue order.
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 11] = [
         JOBS_ADDED,
         JOBS_COMPLETED,
         JOBS_FAILED,
@@ -134,5 +137,6 @@ pub mod metric_names {
         JOB_WAIT,
         WORKER_ACTIVE_JOBS,
         WORKERS,
+        QUEUE_JOBS,
     ];
 }

@@ -42,6 +42,11 @@ pub fn describe_metrics() {
         "Attempts being processed in this process"
     );
     metrics::describe_gauge!(m::WORKERS, Unit::Count, "Running workers in this process");
+    metrics::describe_gauge!(
+        m::QUEUE_JOBS,
+        Unit::Count,
+        "Jobs of the queue in one state, as last counted by record_job_counts_metric"
+    );
 }
 
 pub(super) fn added(queue: &str, job_name: &str) {
@@ -94,6 +99,10 @@ pub(super) fn waited(queue: &str, job_name: &str, wait: Duration) {
 
 pub(super) fn active_jobs(queue: &str, delta: f64) {
     metrics::gauge!(m::WORKER_ACTIVE_JOBS, "queue" => queue.to_owned()).increment(delta);
+}
+
+pub(super) fn queue_jobs(queue: &str, state: &'static str, count: u64) {
+    metrics::gauge!(m::QUEUE_JOBS, "queue" => queue.to_owned(), "state" => state).set(count as f64);
 }
 
 pub(super) fn workers(queue: &str, delta: f64) {

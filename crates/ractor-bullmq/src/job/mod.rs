@@ -1,8 +1,19 @@
-//! The `Job` read model: a job as stored in Redis, decoded.
+//! The `Job` read model: a job as stored in Redis, decoded, and the actions on it.
 //!
 //! A [`Job`] is a snapshot: it is what [`Queue::get_job`](crate::Queue::get_job) read (or what
 //! [`Queue::add`](crate::Queue::add) wrote), and does not change when the job moves on. Read it
 //! again for fresh state.
+//!
+//! A job that a [`Queue`] read or wrote (`get_job`, `get_jobs`, `add`, `add_bulk`,
+//! `upsert_job_scheduler`) carries a handle on that queue (one `Arc` clone), so it can be acted
+//! on as in Node: `job.retry(..)`, `job.promote()`, `job.remove()`, `job.update_data(..)`, the
+//! flow reads ([`actions`] and [`flows`]). Each action is the queue's by-id method of the same
+//! name, so there is one implementation of each. A job built by hand ([`Job::decode`],
+//! [`Job::from_record`]) or handed to a processor by a Worker has no queue handle: its actions
+//! return [`QueueError::Detached`] (a processor acts on its job through its `JobContext`).
+
+pub mod actions;
+pub mod flows;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +24,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{QueueError, Result};
+use crate::queue::Queue;
 
 /// A job of a queue, decoded from its hash (`{prefix}:{queue}:{id}`).
 ///
@@ -38,21 +50,62 @@ pub struct Job {
     inner: Arc<JobInner>,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 struct JobInner {
     queue_name: String,
     record: JobRecord,
+    /// The queue this job was read through or added to, for the actions; `None` for a job
+    /// built by hand or fetched by a Worker.
+    queue: Option<Queue>,
+}
+
+/// Two jobs are equal when they hold the same record of the same queue, whether or not they
+/// carry a queue handle.
+impl PartialEq for JobInner {
+    fn eq(&self, other: &Self) -> bool {
+        self.queue_name == other.queue_name && self.record == other.record
+    }
 }
 
 impl Job {
-    /// Wraps a decoded record of queue `queue_name`.
+    /// Wraps a decoded record of queue `queue_name`. The job has no queue handle: its actions
+    /// ([`Job::retry`], [`Job::remove`], …) return [`QueueError::Detached`]; read it with
+    /// [`Queue::get_job`] to act on it.
     pub fn from_record(queue_name: impl Into<String>, record: JobRecord) -> Self {
         Self {
             inner: Arc::new(JobInner {
                 queue_name: queue_name.into(),
                 record,
+                queue: None,
             }),
         }
+    }
+
+    /// Wraps a record that `queue` read or wrote, keeping a handle on the queue for the actions.
+    pub(crate) fn of_queue(queue: &Queue, record: JobRecord) -> Self {
+        Self {
+            inner: Arc::new(JobInner {
+                queue_name: queue.name().to_owned(),
+                record,
+                queue: Some(queue.clone()),
+            }),
+        }
+    }
+
+    /// The queue this job was read through or added to; `None` for a job built by hand
+    /// ([`Job::decode`], [`Job::from_record`]) or fetched by a Worker.
+    pub fn queue(&self) -> Option<&Queue> {
+        self.inner.queue.as_ref()
+    }
+
+    /// The queue handle the actions go through.
+    pub(crate) fn acting_queue(&self) -> Result<&Queue> {
+        self.inner
+            .queue
+            .as_ref()
+            .ok_or_else(|| QueueError::Detached {
+                job_id: self.inner.record.id.clone(),
+            })
     }
 
     /// Decodes the fields of job `id` of queue `queue_name` (as `HGETALL` returns them).
@@ -75,6 +128,12 @@ impl Job {
     /// The queue this job belongs to (its name, without prefix).
     pub fn queue_name(&self) -> &str {
         &self.inner.queue_name
+    }
+
+    /// The key prefix of the job's queue (Node `job.prefix`, default `bull`), known when the
+    /// job was read through a [`Queue`]; `None` for a job built by hand or fetched by a Worker.
+    pub fn prefix(&self) -> Option<&str> {
+        self.inner.queue.as_ref().map(|queue| queue.keys().prefix())
     }
 
     /// The job id.
