@@ -4,16 +4,14 @@
 //! [`Queue::add`](crate::Queue::add) wrote), and does not change when the job moves on. Read it
 //! again for fresh state.
 //!
-//! A job that a [`Queue`] read or wrote (`get_job`, `get_jobs`, `add`, `add_bulk`,
-//! `upsert_job_scheduler`) carries a handle on that queue (one `Arc` clone), so it can be acted
-//! on as in Node: `job.retry(..)`, `job.promote()`, `job.remove()`, `job.update_data(..)`, the
-//! flow reads ([`actions`] and [`flows`]). Each action is the queue's by-id method of the same
-//! name, so there is one implementation of each. A job built by hand ([`Job::decode`],
-//! [`Job::from_record`]) or handed to a processor by a Worker has no queue handle: its actions
-//! return [`QueueError::Detached`] (a processor acts on its job through its `JobContext`).
-
-pub mod actions;
-pub mod flows;
+//! A job that a [`Queue`](crate::Queue) read or wrote (`get_job`, `get_jobs`, `add`,
+//! `add_bulk`, `upsert_job_scheduler`) carries a handle on that queue (one `Arc` clone), so it
+//! can be acted on as in Node: `job.retry(..)`, `job.promote()`, `job.remove()`,
+//! `job.update_data(..)`, the flow reads (see `Job::retry` and the methods after it). Each
+//! action is the queue's by-id method of the same name, so there is one implementation of each.
+//! A job built by hand ([`Job::decode`], [`Job::from_record`]) or handed to a processor by a
+//! Worker has no queue handle: its actions return [`QueueError::Detached`] (a processor acts
+//! on its job through its `JobContext`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +22,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{QueueError, Result};
-use crate::queue::Queue;
+
+/// The queue a job was read through, kept opaque here so this module does not depend on the
+/// queue's: the queue module puts its shared state in and takes it back out.
+pub(crate) type QueueHandle = Arc<dyn std::any::Any + Send + Sync>;
 
 /// A job of a queue, decoded from its hash (`{prefix}:{queue}:{id}`).
 ///
@@ -50,13 +51,31 @@ pub struct Job {
     inner: Arc<JobInner>,
 }
 
-#[derive(Debug)]
 struct JobInner {
     queue_name: String,
     record: JobRecord,
     /// The queue this job was read through or added to, for the actions; `None` for a job
     /// built by hand or fetched by a Worker.
-    queue: Option<Queue>,
+    queue: Option<QueueHandle>,
+}
+
+impl std::fmt::Debug for JobInnerQueue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "attached" } else { "none" })
+    }
+}
+
+/// How a job's queue handle shows in `Debug`.
+struct JobInnerQueue<'a>(&'a Option<QueueHandle>);
+
+impl std::fmt::Debug for JobInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobInner")
+            .field("queue_name", &self.queue_name)
+            .field("record", &self.record)
+            .field("queue", &JobInnerQueue(&self.queue))
+            .finish()
+    }
 }
 
 /// Two jobs are equal when they hold the same record of the same queue, whether or not they
@@ -70,7 +89,7 @@ impl PartialEq for JobInner {
 impl Job {
     /// Wraps a decoded record of queue `queue_name`. The job has no queue handle: its actions
     /// ([`Job::retry`], [`Job::remove`], …) return [`QueueError::Detached`]; read it with
-    /// [`Queue::get_job`] to act on it.
+    /// [`Queue::get_job`](crate::Queue::get_job) to act on it.
     pub fn from_record(queue_name: impl Into<String>, record: JobRecord) -> Self {
         Self {
             inner: Arc::new(JobInner {
@@ -81,31 +100,31 @@ impl Job {
         }
     }
 
-    /// Wraps a record that `queue` read or wrote, keeping a handle on the queue for the actions.
-    pub(crate) fn of_queue(queue: &Queue, record: JobRecord) -> Self {
+    /// Wraps a record of queue `queue_name` with the queue's handle, for the actions.
+    pub(crate) fn with_queue_handle(
+        queue_name: impl Into<String>,
+        record: JobRecord,
+        handle: QueueHandle,
+    ) -> Self {
         Self {
             inner: Arc::new(JobInner {
-                queue_name: queue.name().to_owned(),
+                queue_name: queue_name.into(),
                 record,
-                queue: Some(queue.clone()),
+                queue: Some(handle),
             }),
         }
     }
 
-    /// The queue this job was read through or added to; `None` for a job built by hand
-    /// ([`Job::decode`], [`Job::from_record`]) or fetched by a Worker.
-    pub fn queue(&self) -> Option<&Queue> {
+    /// The queue handle, when the job has one.
+    pub(crate) fn queue_handle(&self) -> Option<&QueueHandle> {
         self.inner.queue.as_ref()
     }
 
-    /// The queue handle the actions go through.
-    pub(crate) fn acting_queue(&self) -> Result<&Queue> {
-        self.inner
-            .queue
-            .as_ref()
-            .ok_or_else(|| QueueError::Detached {
-                job_id: self.inner.record.id.clone(),
-            })
+    /// [`QueueError::Detached`] for this job.
+    pub(crate) fn detached(&self) -> QueueError {
+        QueueError::Detached {
+            job_id: self.inner.record.id.clone(),
+        }
     }
 
     /// Decodes the fields of job `id` of queue `queue_name` (as `HGETALL` returns them).
@@ -128,12 +147,6 @@ impl Job {
     /// The queue this job belongs to (its name, without prefix).
     pub fn queue_name(&self) -> &str {
         &self.inner.queue_name
-    }
-
-    /// The key prefix of the job's queue (Node `job.prefix`, default `bull`), known when the
-    /// job was read through a [`Queue`]; `None` for a job built by hand or fetched by a Worker.
-    pub fn prefix(&self) -> Option<&str> {
-        self.inner.queue.as_ref().map(|queue| queue.keys().prefix())
     }
 
     /// The job id.

@@ -55,7 +55,7 @@ impl PreparedRecord {
         match result {
             AddResult::Id(id) => {
                 record.id = id;
-                Ok(Job::of_queue(queue, record))
+                Ok(queue.job_of(record))
             }
             AddResult::ParentMissing { parent_key } => {
                 Err(QueueError::ParentNotFound { parent_key })

@@ -21,7 +21,9 @@
 pub(crate) mod add;
 mod batch_options;
 mod flows;
+mod job_actions;
 mod job_control;
+mod job_flows;
 mod maintenance;
 mod metrics;
 mod options;
@@ -86,6 +88,13 @@ impl std::fmt::Debug for Inner {
 }
 
 impl Queue {
+    /// Wraps a record this queue read or wrote, with a handle on the queue (an `Arc` clone)
+    /// so the job can act on it.
+    pub(crate) fn job_of(&self, record: bullmq_protocol::job_record::JobRecord) -> Job {
+        let handle: crate::job::QueueHandle = self.inner.clone();
+        Job::with_queue_handle(self.inner.name.clone(), record, handle)
+    }
+
     /// Connects to Redis and opens queue `name`; writes the queue's `meta` (`version`,
     /// `opts.maxLenEvents`) as a Node `Queue` does, unless
     /// [`QueueOptions::skip_meta_update`].
@@ -312,7 +321,7 @@ impl Queue {
     /// (including binary values that are not UTF-8); [`QueueError::Redis`].
     pub async fn get_job(&self, job_id: &str) -> Result<Option<Job>> {
         let record = self.inner.store.get_job(job_id).await?;
-        Ok(record.map(|record| Job::of_queue(self, record)))
+        Ok(record.map(|record| self.job_of(record)))
     }
 
     /// The state of a job ([`JobState::Unknown`] when it is in none).

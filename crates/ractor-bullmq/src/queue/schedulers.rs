@@ -76,7 +76,7 @@ impl Queue {
             UpsertOutcome::Added { job_id, .. } => {
                 let record = self.inner.store.get_job(&job_id).await?;
                 // A worker may have run and removed an iteration that was due at once.
-                Ok(record.map(|record| Job::of_queue(self, record)))
+                Ok(record.map(|record| self.job_of(record)))
             }
             UpsertOutcome::IdCollision => Err(QueueError::SchedulerIterationExists {
                 scheduler_id: id.to_owned(),

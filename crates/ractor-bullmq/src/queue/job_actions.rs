@@ -29,9 +29,31 @@ use bullmq_backend::{RetryFrom, RetryReset};
 use bullmq_protocol::state::JobState;
 use serde::Serialize;
 
-use super::Job;
+use super::{Inner, Queue, RemoveOptions};
 use crate::error::Result;
-use crate::queue::RemoveOptions;
+use crate::job::Job;
+
+/// The queue a [`Job`] carries, its key prefix, and the handle its actions go through.
+impl Job {
+    /// The queue this job was read through or added to; `None` for a job built by hand
+    /// ([`Job::decode`], [`Job::from_record`]) or fetched by a Worker.
+    pub fn queue(&self) -> Option<Queue> {
+        let inner = self.queue_handle()?.clone().downcast::<Inner>().ok()?;
+        Some(Queue { inner })
+    }
+
+    /// The key prefix of the job's queue (Node `job.prefix`, default `bull`); `None` for a job
+    /// without a queue handle.
+    pub fn prefix(&self) -> Option<&str> {
+        let inner = self.queue_handle()?.downcast_ref::<Inner>()?;
+        Some(inner.keys.prefix())
+    }
+
+    /// The queue the actions go through, or [`QueueError::Detached`](crate::QueueError::Detached).
+    pub(crate) fn acting_queue(&self) -> Result<Queue> {
+        self.queue().ok_or_else(|| self.detached())
+    }
+}
 
 impl Job {
     /// Moves this finished job back to be processed (Node `job.retry(state, opts)`), as

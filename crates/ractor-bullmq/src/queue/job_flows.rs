@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, DependencyPage};
 use serde::de::DeserializeOwned;
 
-use super::Job;
 use crate::error::Result;
+use crate::job::Job;
 
 impl Job {
     /// What this job's completed children returned, by child job key, each read as `T`
