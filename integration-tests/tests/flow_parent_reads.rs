@@ -61,7 +61,7 @@ async fn our_reads(queue: &ractor_bullmq::Queue, id: &str) -> Result<Value> {
     let processed: BTreeMap<String, Value> = deps
         .processed
         .iter()
-        .map(|(k, v)| (k.clone(), serde_json::from_str(v).unwrap_or(Value::Null)))
+        .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let reads = json!({
         "values": values,

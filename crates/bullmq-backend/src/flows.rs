@@ -9,11 +9,12 @@ use crate::error::BackendResult;
 
 /// A parent's children by outcome, keyed by the child's job key (`{prefix}:{queue}:{id}`), as
 /// Node's `job.getDependencies()` returns them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Dependencies {
-    /// Completed children and their return value (JSON text) (`:processed`).
-    pub processed: BTreeMap<String, String>,
+    /// Completed children and their return value, parsed as Node's `getDependencies` parses
+    /// it (`:processed`; a value that is not JSON is kept as a JSON string of its text).
+    pub processed: BTreeMap<String, serde_json::Value>,
     /// Children not finished yet (`:dependencies`), sorted.
     pub unprocessed: Vec<String>,
     /// Children that failed with `ignoreDependencyOnFailure`, and their failure reason
@@ -25,7 +26,7 @@ pub struct Dependencies {
 }
 
 /// How many children a parent has by outcome (Node's `job.getDependenciesCount()`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct DependencyCounts {
     /// Completed children.
@@ -39,13 +40,21 @@ pub struct DependencyCounts {
 }
 
 impl Dependencies {
-    /// Children by outcome.
+    /// Children by outcome; `processed` holds the return values as stored (JSON text) and is
+    /// parsed here.
     pub fn new(
         processed: BTreeMap<String, String>,
         unprocessed: Vec<String>,
         ignored: BTreeMap<String, String>,
         failed: Vec<String>,
     ) -> Self {
+        let processed = processed
+            .into_iter()
+            .map(|(key, raw)| {
+                let value = serde_json::from_str(&raw).unwrap_or(serde_json::Value::String(raw));
+                (key, value)
+            })
+            .collect();
         Self {
             processed,
             unprocessed,

@@ -23,6 +23,9 @@ pub mod testing;
 pub mod worker;
 
 pub use bullmq_backend::GlobalRateLimit;
+/// A flow parent's children (`Queue::get_dependencies`, `Job::get_dependencies`): by outcome,
+/// their counts, one page of one kind.
+pub use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, DependencyPage};
 /// Job control options: which finished set a retry takes from, what it resets (see
 /// [`Queue::retry_job`]).
 pub use bullmq_backend::{RetryFrom, RetryReset};
@@ -31,6 +34,8 @@ pub use bullmq_protocol as protocol;
 /// the stored [`JobSchedulerRecord`](scheduler::JobSchedulerRecord) (see
 /// [`Queue::upsert_job_scheduler`]).
 pub use bullmq_protocol::scheduler;
+/// A job scheduler's iteration template and repeat options (also under [`scheduler`]).
+pub use bullmq_protocol::scheduler::{Repeat, SchedulerTemplate};
 /// Where and how to connect: one server, a cluster or Sentinel, and TLS (the nodes of a
 /// topology are [`bullmq_redis::Node`]s).
 pub use bullmq_redis::{ConnectionConfig, Reconnect, TlsOptions, Topology};

@@ -127,8 +127,8 @@ pub async fn flow_add_attaches_existing_children(backend: Arc<dyn Backend>, queu
     );
     let deps = c.queue.get_dependencies("p1").await.expect("deps");
     assert_eq!(
-        deps.processed.get(&c.keys.job("done")).map(String::as_str),
-        Some(r#"{"ok":1}"#)
+        deps.processed.get(&c.keys.job("done")),
+        Some(&serde_json::json!({"ok": 1}))
     );
     assert!(deps.unprocessed.is_empty());
 

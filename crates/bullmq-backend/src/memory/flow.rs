@@ -295,7 +295,17 @@ pub(crate) fn dependencies_page(
     };
     let without = |keys: Vec<String>| keys.into_iter().map(|k| (k, None)).collect::<Vec<_>>();
     let all = match kind {
-        DependencyKind::Processed => with(deps.processed),
+        // The page carries the stored text, as Redis' HSCAN does.
+        DependencyKind::Processed => with(
+            q.processed
+                .get(job_id)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect::<std::collections::BTreeMap<_, _>>()
+                })
+                .unwrap_or_default(),
+        ),
         DependencyKind::Ignored => with(deps.ignored),
         DependencyKind::Unprocessed => without(deps.unprocessed),
         DependencyKind::Failed => without(deps.failed),

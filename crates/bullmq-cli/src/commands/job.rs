@@ -112,19 +112,13 @@ pub(crate) fn attempts_text(job: &Job) -> String {
     format!("{}/{}", job.attempts_made(), job.opts().max_attempts())
 }
 
-/// A child's return value, parsed when it is JSON (it always is when a BullMQ client wrote
-/// it), else the raw text.
-fn parse_or_text(raw: &str) -> Value {
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
-}
-
 fn as_json(report: &JobReport) -> Value {
     let mut value = job_json(&report.job);
     let deps = &report.dependencies;
     let processed: Map<String, Value> = deps
         .processed
         .iter()
-        .map(|(key, raw)| (key.clone(), parse_or_text(raw)))
+        .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
     if let Value::Object(fields) = &mut value {
         fields.insert("key".into(), json!(report.qualified_key));
@@ -261,7 +255,7 @@ fn as_text(report: &JobReport, now: u64, paint: Paint) -> String {
     children.extend(
         deps.processed
             .iter()
-            .map(|(key, value)| vec![paint.green("processed"), key.clone(), value.clone()]),
+            .map(|(key, value)| vec![paint.green("processed"), key.clone(), value.to_string()]),
     );
     children.extend(
         deps.unprocessed
@@ -315,7 +309,7 @@ mod tests {
         let mut dependencies = Dependencies::default();
         dependencies
             .processed
-            .insert("bull:kids:1".into(), r#"{"ok":true}"#.into());
+            .insert("bull:kids:1".into(), serde_json::json!({"ok": true}));
         dependencies.unprocessed.push("bull:kids:2".into());
         dependencies.ignored = BTreeMap::from([("bull:kids:3".into(), "nope".into())]);
         JobReport {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::options::JobOptions;
@@ -20,8 +21,19 @@ use crate::options::JobOptions;
 ///     .child(FlowJob::new("wheels", "parts"))
 ///     .child(FlowJob::new("engine", "parts").data(serde_json::json!({ "hp": 90 })));
 /// assert_eq!(tree.children.len(), 2);
+///
+/// // Any `Serialize` value is data; the tree reads and writes as Node's `FlowJob` JSON.
+/// #[derive(serde::Serialize)]
+/// struct Engine { hp: u32 }
+/// let engine = FlowJob::new("engine", "parts").data(Engine { hp: 90 });
+/// let json = serde_json::to_value(&engine).unwrap();
+/// assert_eq!(json["queueName"], "parts");
+/// assert_eq!(json["data"]["hp"], 90);
+/// let back: FlowJob = serde_json::from_value(json).unwrap();
+/// assert_eq!(back, engine);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct FlowJob {
     /// Job name (Node `name`); must not be empty.
@@ -29,14 +41,26 @@ pub struct FlowJob {
     /// The queue the job is added to (Node `queueName`); must not be empty.
     pub queue_name: String,
     /// The job's data (Node `data`), `{}` by default.
+    #[serde(default = "empty_object")]
     pub data: Value,
     /// The job's options (Node `opts`), merged over the queue's defaults of
     /// [`FlowOptions::queues_options`]. `opts.parent` is only allowed on the root.
+    #[serde(default)]
     pub opts: JobOptions,
     /// The jobs this one waits for (Node `children`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<FlowJob>,
     /// The key prefix of this node's queue (Node `prefix`); the producer's when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    /// Why the data given to [`FlowJob::data`] could not be turned into JSON; the add that
+    /// carries this node is refused with it.
+    #[serde(skip)]
+    data_error: Option<String>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 impl FlowJob {
@@ -49,14 +73,28 @@ impl FlowJob {
             opts: JobOptions::default(),
             children: Vec::new(),
             prefix: None,
+            data_error: None,
         }
     }
 
-    /// With `data`.
+    /// With `data`, any `Serialize` value (a `serde_json::Value` as it is). Data that cannot be
+    /// written as JSON (a map with non-text keys, a failing `Serialize`) is kept as the reason
+    /// of [`FlowJob::data_error`], and the flow add is refused with it, nothing written.
     #[must_use]
-    pub fn data(mut self, data: Value) -> Self {
-        self.data = data;
+    pub fn data(mut self, data: impl Serialize) -> Self {
+        match serde_json::to_value(data) {
+            Ok(value) => {
+                self.data = value;
+                self.data_error = None;
+            }
+            Err(error) => self.data_error = Some(error.to_string()),
+        }
         self
+    }
+
+    /// Why the data given to [`FlowJob::data`] could not be serialised, if it could not.
+    pub fn data_error(&self) -> Option<&str> {
+        self.data_error.as_deref()
     }
 
     /// With options `opts`.

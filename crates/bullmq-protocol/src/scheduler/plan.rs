@@ -28,16 +28,23 @@ use crate::options::JobOptions;
 ///     .opts(JobOptions::new().attempts(3));
 /// assert_eq!(template.name.as_deref(), Some("report"));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct SchedulerTemplate {
     /// Job name of every iteration; the scheduler id when absent (as Node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Data of every iteration (`{}` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
     /// Options of every iteration. `jobId`, `delay`, `repeat`, `deduplication` and `parent` are
     /// the scheduler's to decide and are refused.
+    #[serde(default)]
     pub opts: JobOptions,
+    /// Why the data given to [`SchedulerTemplate::data`] could not be turned into JSON; the
+    /// upsert is refused with it.
+    #[serde(skip)]
+    data_error: Option<String>,
 }
 
 impl SchedulerTemplate {
@@ -50,11 +57,25 @@ impl SchedulerTemplate {
         }
     }
 
-    /// Iterations carry `data`.
+    /// Iterations carry `data`, any `Serialize` value (a `serde_json::Value` as it is). Data
+    /// that cannot be written as JSON is kept as the reason of
+    /// [`SchedulerTemplate::data_error`], and the upsert is refused with it, nothing written.
     #[must_use]
-    pub fn data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+    pub fn data(mut self, data: impl serde::Serialize) -> Self {
+        match serde_json::to_value(data) {
+            Ok(value) => {
+                self.data = Some(value);
+                self.data_error = None;
+            }
+            Err(error) => self.data_error = Some(error.to_string()),
+        }
         self
+    }
+
+    /// Why the data given to [`SchedulerTemplate::data`] could not be serialised, if it could
+    /// not.
+    pub fn data_error(&self) -> Option<&str> {
+        self.data_error.as_deref()
     }
 
     /// Iterations are created with `opts`.

@@ -108,6 +108,10 @@ pub(crate) fn plan(
             .clone()
             .filter(|id| !id.is_empty())
             .unwrap_or_else(random_uuid);
+        if let Some(reason) = node.data_error() {
+            let error: serde_json::Error = serde::de::Error::custom(reason);
+            return Err(invalid(error.into()));
+        }
         let data = serde_json::to_string(&node.data).map_err(|e| invalid(e.into()))?;
         let prepared = prepare(
             &keys,

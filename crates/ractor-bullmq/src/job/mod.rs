@@ -281,13 +281,13 @@ impl Job {
     }
 }
 
-/// Children's return values (JSON text, by child job key) read as `T`, as Node's
+/// Children's return values (parsed, by child job key) read as `T`, as Node's
 /// `getChildrenValues` parses them.
 pub(crate) fn children_values<T: DeserializeOwned>(
-    processed: std::collections::BTreeMap<String, String>,
+    processed: std::collections::BTreeMap<String, Value>,
 ) -> std::result::Result<std::collections::BTreeMap<String, T>, serde_json::Error> {
     processed
         .into_iter()
-        .map(|(key, raw)| Ok((key, serde_json::from_str(&raw)?)))
+        .map(|(key, value)| Ok((key, T::deserialize(value)?)))
         .collect()
 }

@@ -64,6 +64,9 @@ impl Queue {
         repeat: Repeat,
         template: SchedulerTemplate,
     ) -> Result<Option<Job>> {
+        if let Some(reason) = template.data_error() {
+            return Err(QueueError::Json(serde::de::Error::custom(reason)));
+        }
         let mut template = template;
         template.opts =
             DefaultOptions::new(&self.inner.options.default_job_options)?.merge(template.opts)?;
