@@ -787,7 +787,12 @@ async fn rust_reads(queue: &str, ids: &[&str]) -> Result<Json> {
     let mut lists = Vec::new();
     for (start, end, asc) in [(0, -1, true), (0, -1, false), (1, 2, true), (0, 0, false)] {
         lists.push(serde_json::to_value(
-            q.get_job_schedulers(start, end, asc).await?,
+            q.get_job_schedulers(
+                ractor_bullmq::JobSchedulersRange::new()
+                    .range(start, end)
+                    .asc(asc),
+            )
+            .await?,
         )?);
     }
     let count = q.get_job_schedulers_count().await?;
@@ -1253,7 +1258,9 @@ async fn stale_and_legacy_entries_are_read_as_node_does() -> Result<()> {
     // the connection on the error first; we delete it.)
     let node = run_node("schedulers.js", &json!({"queue": pair.a, "op": "list"})).await?;
     let q = open_queue(&pair.b).await?;
-    let ours = q.get_job_schedulers(0, -1, true).await;
+    let ours = q
+        .get_job_schedulers(ractor_bullmq::JobSchedulersRange::new().asc(true))
+        .await;
     let message = node["error"]
         .as_str()
         .unwrap_or_else(|| panic!("Node listed {node}"));

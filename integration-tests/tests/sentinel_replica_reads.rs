@@ -134,7 +134,10 @@ async fn check_getters(queue: &Queue, ids: &[String], log_line: &str) -> Result<
     ensure!(!queue.is_paused().await?);
     ensure!(queue.get_meta().await?.version.is_some());
     // The other read-only getters: schedulers, metrics, dependencies, queue control.
-    ensure!(queue.get_job_schedulers(0, -1, true).await?.is_empty());
+    ensure!(queue
+        .get_job_schedulers(ractor_bullmq::JobSchedulersRange::new().asc(true))
+        .await?
+        .is_empty());
     ensure!(queue.get_job_schedulers_count().await? == 0);
     ensure!(queue.get_job_scheduler("none").await?.is_none());
     let metrics = queue.get_metrics(MetricsKind::Completed, 0, -1).await?;

@@ -49,8 +49,9 @@ pub use job::Job;
 pub use job_wait::{JobFinished, WaitError};
 pub use manager::{Autoscale, WorkerManagerHandle, WorkerManagerOptions};
 pub use queue::{
-    AddJob, CleanOptions, JobCounts, JobLogs, ObliterateOptions, PromoteJobsOptions, Queue,
-    QueueMeta, QueueOptions, RateLimitTtl, RemoveOptions, RetryJobsOptions, WorkerInfo,
+    AddJob, CleanOptions, JobCounts, JobLogs, JobSchedulersRange, ObliterateOptions,
+    PromoteJobsOptions, Queue, QueueMeta, QueueOptions, RateLimitTtl, RemoveOptions,
+    RetryJobsOptions, WorkerInfo,
 };
 pub use runtime::{Runtime, RuntimeOptions};
 pub use supervision::RuntimeEvent;

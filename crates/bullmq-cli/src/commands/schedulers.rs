@@ -31,7 +31,7 @@ pub(crate) async fn run(ctx: &Context, args: SchedulersArgs) -> Result<()> {
     // Reading must not create anything, so the queue's `meta` is left alone.
     let queue = super::open_queue(ctx, &args.queue, true).await?;
     let mut schedulers = queue
-        .get_job_schedulers(0, -1, true)
+        .get_job_schedulers(ractor_bullmq::JobSchedulersRange::new().asc(true))
         .await
         .with_context(|| format!("reading the job schedulers of queue {:?}", args.queue))?;
     queue.close().await?;

@@ -53,6 +53,7 @@ pub use prometheus::prometheus_text;
 pub use queue_control::RateLimitTtl;
 pub use removal::{ObliterateOptions, RemoveOptions};
 pub use reports::{JobCounts, JobLogs, QueueMeta};
+pub use schedulers::JobSchedulersRange;
 pub use workers::{parse_client_list, parse_client_lists, WorkerInfo};
 
 use crate::error::{QueueError, Result};

@@ -3,7 +3,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use ractor_bullmq::scheduler::{Repeat, SchedulerTemplate};
-//! use ractor_bullmq::{Queue, QueueOptions};
+//! use ractor_bullmq::{JobSchedulersRange, Queue, QueueOptions};
 //!
 //! # async fn demo() -> Result<(), ractor_bullmq::QueueError> {
 //! let queue = Queue::new("reports", QueueOptions::from_env()?).await?;
@@ -24,7 +24,8 @@
 //!         SchedulerTemplate::new("beat"),
 //!     )
 //!     .await?;
-//! for scheduler in queue.get_job_schedulers(0, -1, true).await? {
+//! // All of them, soonest first (Node's default order is latest first).
+//! for scheduler in queue.get_job_schedulers(JobSchedulersRange::new().asc(true)).await? {
 //!     println!("{} next at {:?}", scheduler.key, scheduler.next);
 //! }
 //! queue.remove_job_scheduler("heartbeat").await?;
@@ -39,6 +40,59 @@ use super::add::{now_ms, DefaultOptions};
 use super::Queue;
 use crate::error::{QueueError, Result};
 use crate::job::Job;
+
+/// Which job schedulers [`Queue::get_job_schedulers`] reads, by rank of next run (Node
+/// `getJobSchedulers(start, end, asc)`); [`JobSchedulersRange::new`] has Node's defaults.
+///
+/// ```
+/// use ractor_bullmq::JobSchedulersRange;
+/// let all = JobSchedulersRange::new();
+/// assert_eq!((all.start, all.end, all.asc), (0, -1, false));
+/// let first_ten = JobSchedulersRange::new().range(0, 9).asc(true);
+/// assert_eq!((first_ten.end, first_ten.asc), (9, true));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobSchedulersRange {
+    /// First rank (Node `start`, default 0).
+    pub start: i64,
+    /// Last rank, negative from the end (Node `end`, default -1: the last).
+    pub end: i64,
+    /// Soonest next run first (Node `asc`, default false: latest first).
+    pub asc: bool,
+}
+
+impl Default for JobSchedulersRange {
+    fn default() -> Self {
+        Self {
+            start: 0,
+            end: -1,
+            asc: false,
+        }
+    }
+}
+
+impl JobSchedulersRange {
+    /// Node's defaults: every scheduler, latest next run first.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ranks `start..=end` (negative from the end).
+    #[must_use]
+    pub fn range(mut self, start: i64, end: i64) -> Self {
+        self.start = start;
+        self.end = end;
+        self
+    }
+
+    /// Soonest next run first when `asc`.
+    #[must_use]
+    pub fn asc(mut self, asc: bool) -> Self {
+        self.asc = asc;
+        self
+    }
+}
 
 impl Queue {
     /// Creates the job scheduler `id`, or updates it, and returns its pending iteration (Node
@@ -100,8 +154,9 @@ impl Queue {
         Ok(self.inner.store.get_job_scheduler(id).await?)
     }
 
-    /// Job schedulers by next run, ranks `start..=end` (`-1` = last), soonest first when
-    /// `asc` (Node `getJobSchedulers`).
+    /// Job schedulers by next run, ranks `range.start..=range.end` (`-1` = last), soonest
+    /// first when `range.asc` (Node `getJobSchedulers(start = 0, end = -1, asc = false)`;
+    /// [`JobSchedulersRange::new`] has those defaults: all, latest first).
     ///
     /// # Errors
     ///
@@ -110,11 +165,13 @@ impl Queue {
     /// [`QueueError::Redis`].
     pub async fn get_job_schedulers(
         &self,
-        start: i64,
-        end: i64,
-        asc: bool,
+        range: JobSchedulersRange,
     ) -> Result<Vec<JobSchedulerRecord>> {
-        Ok(self.inner.store.get_job_schedulers(start, end, asc).await?)
+        Ok(self
+            .inner
+            .store
+            .get_job_schedulers(range.start, range.end, range.asc)
+            .await?)
     }
 
     /// Number of job schedulers (Node `getJobSchedulersCount`).
