@@ -2,13 +2,15 @@
 
 use crate::job::Job;
 
-/// One job of a flow and its children (Node's `JobNode`).
-#[derive(Debug, Clone)]
+/// One job of a flow and its children (Node's `JobNode`); as JSON `{job, children}`, the job
+/// in Node's `job.toJSON()` shape.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct JobNode {
     /// The job.
     pub job: Job,
     /// Its children (empty for a leaf, or past the depth read).
+    #[serde(default)]
     pub children: Vec<JobNode>,
 }
 

@@ -13,6 +13,8 @@
 //! Worker has no queue handle: its actions return [`QueueError::Detached`] (a processor acts
 //! on its job through its `JobContext`).
 
+mod json;
+
 use std::sync::Arc;
 use std::time::Duration;
 
