@@ -14,6 +14,8 @@ use bullmq_protocol::flow::FlowJob;
 use bullmq_protocol::options::{Deduplication, JobOptions};
 use bullmq_protocol::state::JobState;
 use ractor_bullmq::scheduler::{Repeat, SchedulerTemplate};
+use ractor_bullmq::telemetry::metric_names as m;
+use ractor_bullmq::telemetry::testing::CapturedMetrics;
 use ractor_bullmq::{
     FlowError, FlowProducer, FlowProducerOptions, Queue, QueueError, QueueOptions, RetryFrom,
     RetryReset,
@@ -141,6 +143,9 @@ async fn a_job_releases_its_deduplication_key_only_while_it_owns_it() {
 
 #[tokio::test]
 async fn delayed_counts_schedulers_orphans_and_the_counts_gauge() {
+    // A current-thread test: the recorder set here sees the gauge the queue call records.
+    let metrics = CapturedMetrics::new();
+    let _m = metrics.set_default();
     let backend = MemoryBackend::new();
     let queue = open(&backend, "upkeep").await;
     let job = queue
@@ -184,6 +189,13 @@ async fn delayed_counts_schedulers_orphans_and_the_counts_gauge() {
         vec![(JobState::Delayed, 1), (JobState::Waiting, 1)],
         "the delayed job, and the scheduler's first run (due at once)"
     );
+    for (state, count) in [("delayed", 1.0), ("waiting", 1.0)] {
+        assert_eq!(
+            metrics.gauge(m::QUEUE_JOBS, &[("queue", "upkeep"), ("state", state)]),
+            Some(count),
+            "{state}"
+        );
+    }
 }
 
 #[tokio::test]

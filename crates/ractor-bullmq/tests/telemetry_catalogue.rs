@@ -226,6 +226,11 @@ fn every_catalogue_event_and_metric_is_emitted_by_a_scripted_run() {
     telemetry::connection_lost("s", "worker", &"connection refused");
     telemetry::connection_restored("s", "worker", Duration::from_millis(1500));
     telemetry::worker_stuck("s", "w1", Duration::from_secs(31));
+    telemetry::queue_jobs_counted("s", ractor_bullmq::protocol::state::JobState::Delayed, 2);
+    assert_eq!(
+        metrics.gauge(m::QUEUE_JOBS, &[("queue", "s"), ("state", "delayed")]),
+        Some(2.0)
+    );
     let stuck = events.first(ev::WORKER_STUCK).expect("worker stuck");
     assert_eq!(stuck.field("stalled_for_ms"), Some("31000"));
     let lost = events.first(ev::CONNECTION_LOST).expect("connection lost");

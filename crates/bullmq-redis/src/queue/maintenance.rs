@@ -38,7 +38,7 @@ pub(crate) async fn get_delayed_count_before(
         .zcount(
             keys.key(QueueKey::Delayed),
             f64::NEG_INFINITY,
-            below.saturating_sub(1) as f64,
+            below as f64 - 1.0,
         )
         .await?;
     Ok(count)

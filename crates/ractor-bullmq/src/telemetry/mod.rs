@@ -147,9 +147,10 @@ pub use finish::{job_finished, AttemptEnd};
 pub use names::{event_names, metric_names, span_names, TARGET};
 pub use recorder::describe_metrics;
 
-/// Sets the `bullmq_queue_jobs` gauge of `queue` in `state` to `count`
-/// (`Queue::record_job_counts_metric`).
-pub(crate) fn queue_jobs_counted(queue: &str, state: bullmq_protocol::state::JobState, count: u64) {
+/// Sets the gauge `bullmq_queue_jobs` of `queue` in `state` to `count`, as
+/// [`Queue::record_job_counts_metric`](crate::Queue::record_job_counts_metric) does for each
+/// state it counted.
+pub fn queue_jobs_counted(queue: &str, state: bullmq_protocol::state::JobState, count: u64) {
     recorder::queue_jobs(queue, state.as_str(), count);
 }
 pub use spans::{
