@@ -51,9 +51,9 @@ async fn waits_for_completion_failure_and_retries_with_our_worker() -> anyhow::R
 
     let waits = async {
         tokio::join!(
-            ok.wait_until_finished(&queue, &events, WAIT),
-            flaky.wait_until_finished(&queue, &events, WAIT),
-            broken.wait_until_finished(&queue, &events, WAIT),
+            ok.wait_until_finished(&events, WAIT),
+            flaky.wait_until_finished(&events, WAIT),
+            broken.wait_until_finished(&events, WAIT),
         )
     };
     let worker = async {
@@ -84,7 +84,7 @@ async fn waits_for_completion_failure_and_retries_with_our_worker() -> anyhow::R
     let started = Instant::now();
     let again = queue.wait_until_finished(ok.id(), &events, WAIT).await?;
     assert_eq!(again.into_result(), Ok(json!({"answer": 42})));
-    let again = broken.wait_until_finished(&queue, &events, WAIT).await?;
+    let again = broken.wait_until_finished(&events, WAIT).await?;
     assert_eq!(again.into_result(), Err("always broken".to_string()));
     assert!(started.elapsed() < WAIT);
 
@@ -103,7 +103,7 @@ async fn times_out_and_reports_missing_jobs_and_wrong_queues() -> anyhow::Result
 
     let timeout = Duration::from_millis(300);
     let started = Instant::now();
-    let outcome = job.wait_until_finished(&queue, &events, timeout).await;
+    let outcome = job.wait_until_finished(&events, timeout).await;
     assert!(
         matches!(&outcome, Err(WaitError::Timeout { job_id, timeout: t }) if job_id == job.id() && *t == timeout),
         "{outcome:?}"
@@ -128,7 +128,7 @@ async fn times_out_and_reports_missing_jobs_and_wrong_queues() -> anyhow::Result
 
     // A closed QueueEvents ends the wait instead of letting it run into the timeout.
     events.close().await;
-    let outcome = job.wait_until_finished(&queue, &events, WAIT).await;
+    let outcome = job.wait_until_finished(&events, WAIT).await;
     assert!(
         matches!(outcome, Err(WaitError::EventsClosed { .. })),
         "{outcome:?}"
@@ -170,9 +170,9 @@ async fn waits_for_jobs_processed_by_a_node_worker() -> anyhow::Result<()> {
         }
     });
     let (ok_done, flaky_done, broken_done) = tokio::join!(
-        ok.wait_until_finished(&queue, &events, WAIT),
-        flaky.wait_until_finished(&queue, &events, WAIT),
-        broken.wait_until_finished(&queue, &events, WAIT),
+        ok.wait_until_finished(&events, WAIT),
+        flaky.wait_until_finished(&events, WAIT),
+        broken.wait_until_finished(&events, WAIT),
     );
     let report = node.await??;
     assert_eq!(report["stoppedBy"], "count", "{report}");
@@ -286,10 +286,10 @@ async fn waits_started_at_any_moment_never_miss_the_finish() -> anyhow::Result<(
     // the job finished, the ones in between race the worker.
     let mut waits = tokio::task::JoinSet::new();
     for (i, job) in added.into_iter().enumerate() {
-        let (queue, events) = (queue.clone(), events.clone());
+        let events = events.clone();
         waits.spawn(async move {
             tokio::time::sleep(Duration::from_millis((i % 50) as u64 * 5)).await;
-            (i, job.wait_until_finished(&queue, &events, WAIT).await)
+            (i, job.wait_until_finished(&events, WAIT).await)
         });
     }
     let mut seen = 0;

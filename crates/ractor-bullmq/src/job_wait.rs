@@ -79,6 +79,13 @@ pub enum WaitError {
         /// The job waited for.
         job_id: String,
     },
+    /// The job was not read through a queue (built with `Job::decode` / `Job::from_record`, or
+    /// fetched by a Worker), so there is no queue to read its state from.
+    #[error("job {job_id} was not read through a queue (wait with Queue::wait_until_finished)")]
+    Detached {
+        /// The job waited for.
+        job_id: String,
+    },
     /// The QueueEvents reads another queue than the job's.
     #[error("the QueueEvents reads {events_key}, not the events of queue {queue}")]
     WrongQueue {
@@ -111,24 +118,30 @@ const PIN_POLL: Duration = Duration::from_millis(5);
 
 impl Job {
     /// Waits until this job completes or fails for good, as Node's `waitUntilFinished`: see
-    /// the [module docs](crate::job_wait) for the exact semantics. `queue` is the job's queue
-    /// (the job itself holds no connection); `events` must read that queue's events and be
+    /// the [module docs](crate::job_wait) for the exact semantics. The job's state is read
+    /// through the queue the job was read from; `events` must read that queue's events and be
     /// running (or be started with `run` while this waits).
     ///
     /// # Errors
     ///
-    /// [`WaitError::Timeout`], [`WaitError::JobNotFound`], [`WaitError::EventsClosed`],
-    /// [`WaitError::WrongQueue`], [`WaitError::Redis`].
+    /// [`WaitError::Detached`] for a job without a queue handle (use
+    /// [`Queue::wait_until_finished`] with its id); [`WaitError::Timeout`],
+    /// [`WaitError::JobNotFound`], [`WaitError::EventsClosed`], [`WaitError::WrongQueue`],
+    /// [`WaitError::Redis`].
     ///
     /// # Cancel safety
     ///
     /// Cancel-safe: dropping the future drops its subscription and changes nothing in Redis.
     pub async fn wait_until_finished(
         &self,
-        queue: &Queue,
         events: &QueueEventsHandle,
         timeout: Duration,
     ) -> Result<JobFinished, WaitError> {
+        let Some(queue) = self.queue() else {
+            return Err(WaitError::Detached {
+                job_id: self.id().to_owned(),
+            });
+        };
         queue.wait_until_finished(self.id(), events, timeout).await
     }
 }

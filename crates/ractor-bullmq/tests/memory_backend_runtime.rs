@@ -72,10 +72,7 @@ async fn a_killed_worker_is_restarted_and_its_job_recovered() {
     let first = worker.actor().await.expect("a running worker");
     first.kill();
 
-    let finished = job
-        .wait_until_finished(&queue, &events, LONG)
-        .await
-        .unwrap();
+    let finished = job.wait_until_finished(&events, LONG).await.unwrap();
     assert_eq!(finished, JobFinished::Completed(json!({ "stalled": 1 })));
     let second = worker.actor().await.expect("a restarted worker");
     assert_ne!(
@@ -121,10 +118,7 @@ async fn retries_and_events_under_supervision() {
         .add_job("work", json!({}), JobOptions::new().attempts(3))
         .await
         .unwrap();
-    let finished = job
-        .wait_until_finished(&queue, &events, LONG)
-        .await
-        .unwrap();
+    let finished = job.wait_until_finished(&events, LONG).await.unwrap();
     assert_eq!(finished, JobFinished::Completed(json!("done")));
 
     // The job's events, in order, as a subscriber of the supervised QueueEvents saw them.

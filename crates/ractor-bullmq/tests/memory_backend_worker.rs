@@ -186,10 +186,7 @@ async fn queue_and_queue_events_see_the_worker_finish() {
         .add_job("greet", json!({"to": "you"}), JobOptions::new().attempts(2))
         .await
         .unwrap();
-    let finished = job
-        .wait_until_finished(&queue, &events, LONG)
-        .await
-        .unwrap();
+    let finished = job.wait_until_finished(&events, LONG).await.unwrap();
     assert_eq!(finished, JobFinished::Completed(json!({"ok": true})));
     close(&worker).await;
     events.close().await;
