@@ -30,6 +30,7 @@ mod events;
 mod flows_add;
 mod job_control;
 mod jobs;
+mod maintenance;
 mod modes;
 mod queue_control;
 mod schedulers;
@@ -72,6 +73,7 @@ pub use jobs::{
     add_and_read_back, bulk_add_keeps_order, custom_id_duplicate, deduplication_ttl_expires,
     deduplication_window_and_release, delayed_job_promoted_when_due, priorities_and_lifo_order,
 };
+pub use maintenance::maintenance_children_dedup_and_counts;
 pub use modes::{
     deduplication_extend, deduplication_modes, flow_children_block_parent_completion,
     retention_by_age, retry_placement,
@@ -168,7 +170,8 @@ macro_rules! conformance_tests {
             scheduler_cron_run_collision,
             scheduler_iteration_kept_by_drain_and_clean,
             queue_control_limits_gate_fetches,
-            queue_control_keys_and_counts
+            queue_control_keys_and_counts,
+            maintenance_children_dedup_and_counts
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
