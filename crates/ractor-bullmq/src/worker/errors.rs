@@ -102,6 +102,14 @@ pub enum WorkerError {
         /// What is wrong with it.
         reason: String,
     },
+    /// An argument of a call is out of range; nothing was sent to the store.
+    #[error("invalid argument `{argument}`: {reason}")]
+    InvalidArgument {
+        /// The argument's Rust name.
+        argument: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The backend failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -162,6 +170,21 @@ pub enum WorkerError {
         /// Why.
         reason: String,
     },
+}
+
+/// Refuses a lock time to live under 1 ms, which Redis would reject (`SET … PX 0` errors)
+/// after the batch had begun; `argument` names the caller's argument.
+pub(crate) fn check_lock_duration(
+    argument: &'static str,
+    duration: Duration,
+) -> Result<(), WorkerError> {
+    if duration < Duration::from_millis(1) {
+        return Err(WorkerError::InvalidArgument {
+            argument,
+            reason: format!("a lock must live at least 1 ms, got {duration:?}"),
+        });
+    }
+    Ok(())
 }
 
 /// Node 6.7.0's message for a refused finish (`finishedErrors`), so mixed fleets log one text.

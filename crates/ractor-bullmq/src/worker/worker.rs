@@ -75,6 +75,19 @@ pub enum WorkerMsg {
     ActiveCount(RpcReplyPort<usize>),
     /// Whether the worker fetches jobs (started, not paused, not closing).
     IsRunning(RpcReplyPort<bool>),
+    /// Whether the worker is paused (Node `worker.isPaused()`), also before being run.
+    IsPaused(RpcReplyPort<bool>),
+    /// Renew the locks of `(job id, token)` pairs to `duration` (Node
+    /// `worker.extendJobLocks`); replies with the ids that could not be renewed. The call runs
+    /// on a task of its own, so the worker goes on meanwhile.
+    ExtendJobLocks {
+        /// `(job id, lock token)` pairs.
+        jobs: Vec<(String, String)>,
+        /// The locks' new time to live.
+        duration: Duration,
+        /// The ids whose lock was missing or held by another token, or the store's error.
+        reply: RpcReplyPort<StoreResult<Vec<String>>>,
+    },
     /// Cancel one running job's token (Node `worker.cancelJob`); replies whether it was
     /// running here.
     CancelJob {
@@ -124,6 +137,9 @@ impl Internal {
     pub(crate) fn locks_lost(ids: Vec<String>) -> Self {
         Self(InternalMsg::LocksLost(ids))
     }
+    pub(crate) fn locks_renewed(ids: Vec<String>) -> Self {
+        Self(InternalMsg::LocksRenewed(ids))
+    }
     pub(crate) fn store_error(error: StoreError) -> Self {
         Self(InternalMsg::StoreError(error))
     }
@@ -159,6 +175,8 @@ pub(super) enum InternalMsg {
         ended: Ended,
     },
     LocksLost(Vec<String>),
+    /// The LockManager renewed these locks (for `on_locks_renewed`).
+    LocksRenewed(Vec<String>),
     StoreError(StoreError),
     Woken(StoreResult<bool>),
     StalledTick,
@@ -587,6 +605,19 @@ impl Actor for Worker {
             WorkerMsg::IsRunning(reply) => {
                 let _ = reply.send(state.dispatcher.lifecycle() == Lifecycle::Running);
             }
+            WorkerMsg::IsPaused(reply) => {
+                let _ = reply.send(state.dispatcher.lifecycle().is_paused());
+            }
+            WorkerMsg::ExtendJobLocks {
+                jobs,
+                duration,
+                reply,
+            } => {
+                let store = Arc::clone(&state.store);
+                tokio::spawn(async move {
+                    let _ = reply.send(store.extend_locks(&jobs, duration).await);
+                });
+            }
             // A stuck Worker ends here with an error: its supervisor restarts it.
             WorkerMsg::Internal(Internal(InternalMsg::WatchdogTick)) => state.watchdog()?,
             WorkerMsg::Internal(Internal(msg)) => state.handle_internal(&myself, msg).await,
@@ -798,6 +829,7 @@ impl WorkerState {
                     self.callbacks.lock_renewal_failed(&lost);
                 }
             }
+            InternalMsg::LocksRenewed(ids) => self.callbacks.locks_renewed(&ids),
             InternalMsg::StoreError(error) => self.report_store_error(error),
             InternalMsg::Connection(change) => self.on_connection_change(change),
             InternalMsg::Woken(result) => {

@@ -21,6 +21,7 @@ use crate::store::{
 };
 use crate::telemetry::{self, JobTelemetry};
 use crate::worker::callbacks::WorkerCallbacks;
+use crate::worker::errors::check_lock_duration;
 use crate::worker::fetched::read_fetched;
 use crate::worker::options::WorkerOptions;
 use crate::worker::outcome::{decide, failure, JobOutcome, Verdict};
@@ -208,6 +209,34 @@ impl ManualWorker {
                 job_id: job.id().to_owned(),
             })
         }
+    }
+
+    /// Renews the locks of `(job id, lock token)` pairs to `duration` in one call (Node
+    /// `worker.extendJobLocks(jobIds, tokens, duration)`): a lock is renewed only while it
+    /// still holds its token, and a renewed job leaves the `stalled` set. Returns the ids whose
+    /// lock is missing or held by another token, in the order given; empty when all were
+    /// renewed.
+    ///
+    /// # Errors
+    ///
+    /// [`ManualError::Worker`] ([`WorkerError::InvalidArgument`](crate::worker::WorkerError::InvalidArgument))
+    /// for a `duration` under 1 ms (nothing sent), [`ManualError::Closed`],
+    /// [`ManualError::Store`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: renewing twice is harmless.
+    pub async fn extend_job_locks(
+        &self,
+        jobs: &[(String, String)],
+        duration: Duration,
+    ) -> Result<Vec<String>, ManualError> {
+        self.ensure_open()?;
+        check_lock_duration("duration", duration)?;
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.extend_locks(jobs, duration).await?)
     }
 
     /// Completes `job` with `value` as its `returnvalue` (Node's `job.moveToCompleted(value,
