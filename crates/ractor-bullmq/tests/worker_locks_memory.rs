@@ -215,7 +215,7 @@ async fn locks_renewed_reports_the_renewed_ids_in_fetch_order() {
     }
     let all: Vec<String> = added.to_vec();
     let deadline = tokio::time::Instant::now() + LONG;
-    while !renewed.lock().unwrap().iter().any(|ids| *ids == all) {
+    while !renewed.lock().unwrap().contains(&all) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "never renewed all three in one tick"
