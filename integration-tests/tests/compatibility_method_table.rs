@@ -49,8 +49,7 @@ fn classes_dir() -> PathBuf {
 fn public_methods(dts: &str, class: &str) -> BTreeSet<String> {
     let start = format!("export declare class {class}");
     let mut lines = dts.lines().skip_while(|line| {
-        !(line.starts_with(&start)
-            && line[start.len()..].starts_with(|c: char| c == '<' || c == ' '))
+        !(line.starts_with(&start) && line[start.len()..].starts_with(['<', ' ']))
     });
     assert!(lines.next().is_some(), "no class {class} in its .d.ts");
     let mut names = BTreeSet::new();
