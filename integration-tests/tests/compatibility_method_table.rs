@@ -3,7 +3,8 @@
 //! `.d.ts` files (`node/node_modules/bullmq/dist/esm/classes/`), and every one must have exactly
 //! one row in its class's table, every row must name a method of that class, and every status
 //! must be one of the four the section defines. The Rust items a row names (`Type::method`)
-//! must exist in the crates' sources, except in rows still marked *API work*. No Redis needed.
+//! must exist in the crates' sources, except in rows still marked *API work*, and the tests a
+//! row names (`file.rs::test`) must exist. No Redis needed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -92,6 +93,7 @@ struct Row {
     method: String,
     rust: String,
     status: String,
+    proof: String,
 }
 
 /// The tables of the section, by their `###` title.
@@ -123,6 +125,7 @@ fn tables(doc: &str) -> BTreeMap<String, Vec<Row>> {
             method,
             rust: cells[1].to_string(),
             status: cells[2].to_string(),
+            proof: cells[3].to_string(),
         });
     }
     out
@@ -153,6 +156,26 @@ fn rust_items(cell: &str) -> Vec<(String, String)> {
         }
     }
     items
+}
+
+/// Every `file.rs::test` named in backticks in `cell`, as (path from the repository root, test):
+/// a bare file is in `integration-tests/tests/`, `crate/tests/file.rs` in `crates/`.
+fn tests_named(cell: &str) -> Vec<(PathBuf, String)> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|code| code.split_once(".rs::"))
+        .map(|(file, test)| {
+            let path = if file.contains('/') {
+                repo().join("crates").join(format!("{file}.rs"))
+            } else {
+                repo()
+                    .join("integration-tests/tests")
+                    .join(format!("{file}.rs"))
+            };
+            (path, test.to_string())
+        })
+        .collect()
 }
 
 /// The text of every `.rs` file under the crates' `src/` directories.
@@ -215,6 +238,17 @@ fn every_public_node_method_has_one_row_naming_existing_rust_items() {
                     "{title}: `{}` has status {:?}, not one of {STATUSES:?}",
                     row.method, row.status
                 ));
+            }
+            for (path, test) in tests_named(&row.proof) {
+                let found = std::fs::read_to_string(&path)
+                    .is_ok_and(|text| text.contains(&format!("fn {test}(")));
+                if !found {
+                    problems.push(format!(
+                        "{title}: `{}` is proved by `{test}`, which is not in {}",
+                        row.method,
+                        path.display()
+                    ));
+                }
             }
             if row.status.contains("API work") {
                 continue;
@@ -282,5 +316,17 @@ export declare class Other {
     assert_eq!(
         rust_items("`Queue::get_jobs(&[JobState::Waiting], start)`, `tokio::time::sleep`"),
         [("Queue".to_string(), "get_jobs".to_string())]
+    );
+    let named = tests_named("`queue_admin.rs::counts`, `ractor-bullmq/tests/x.rs::y` (note)");
+    assert_eq!(
+        named[0].0,
+        repo().join("integration-tests/tests/queue_admin.rs")
+    );
+    assert_eq!(
+        named[1],
+        (
+            repo().join("crates/ractor-bullmq/tests/x.rs"),
+            "y".to_string()
+        )
     );
 }
