@@ -308,6 +308,13 @@ async fn locks_renewed_reports_the_ids_node_reports() -> Result<()> {
         assert_fetch_order(side, &seen.renewed);
         assert_fetch_order(side, &seen.renewed_after);
     }
+    // Node keeps a lost lock tracked and reports it again at every later tick; ours stops
+    // renewing it (and cancels its job), so it is reported once.
+    assert!(
+        node.failed.iter().all(|ids| *ids == ["2"]),
+        "Node: {node:?}"
+    );
+    assert_eq!(ours.failed, [["2"]], "ours: {ours:?}");
     cleanup(&node_queue).await?;
     cleanup(&our_queue).await?;
     Ok(())
