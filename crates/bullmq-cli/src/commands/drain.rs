@@ -20,7 +20,7 @@ pub(crate) struct DrainArgs {
 
 /// Runs `bullmq drain`.
 pub(crate) async fn run(ctx: &Context, args: DrainArgs) -> Result<()> {
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let removed = queue
         .drain(args.delayed)
         .await

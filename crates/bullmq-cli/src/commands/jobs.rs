@@ -81,7 +81,7 @@ const NAME_SCAN_CHUNK: u64 = 500;
 pub(crate) async fn run(ctx: &Context, args: JobsArgs) -> Result<()> {
     let state = args.state.state();
     // Reading must not create anything, so the queue's `meta` is left alone.
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let total = queue
         .get_job_counts_of(&[state])
         .await

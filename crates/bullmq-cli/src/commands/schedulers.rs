@@ -29,7 +29,7 @@ const HEADERS: [&str; 7] = [
 /// Runs `bullmq schedulers`.
 pub(crate) async fn run(ctx: &Context, args: SchedulersArgs) -> Result<()> {
     // Reading must not create anything, so the queue's `meta` is left alone.
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let mut schedulers = queue
         .get_job_schedulers(0, -1, true)
         .await
