@@ -23,6 +23,7 @@ pub(crate) mod resume;
 pub(crate) mod retry;
 pub(crate) mod scheduler;
 pub(crate) mod schedulers;
+pub(crate) mod server_facts;
 pub(crate) mod stats;
 pub(crate) mod top;
 
