@@ -68,6 +68,9 @@ enum Command {
     /// Everything about one job: data, options, result or failure with its stack trace,
     /// progress, logs, parent and children (exit 3 when there is no such job).
     Job(commands::job::JobArgs),
+    /// The flow tree under a job, to any depth: each child's name, queue, state and outcome
+    /// (exit 3 when there is no such job).
+    Flow(commands::flow::FlowArgs),
     /// The workers connected to a queue.
     Workers(commands::workers::WorkersArgs),
     /// Jobs completed and failed per minute, with a chart (recorded by workers started with
@@ -165,6 +168,7 @@ async fn main() -> ExitCode {
         Command::Queues(args) => commands::queues::run(&ctx, args).await,
         Command::Jobs(args) => commands::jobs::run(&ctx, args).await,
         Command::Job(args) => commands::job::run(&ctx, args).await,
+        Command::Flow(args) => commands::flow::run(&ctx, args).await,
         Command::Workers(args) => commands::workers::run(&ctx, args).await,
         Command::Metrics(args) => commands::metrics::run(&ctx, args).await,
         Command::Limits(args) => commands::limits::run(&ctx, args).await,
