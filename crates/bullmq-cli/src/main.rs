@@ -29,9 +29,11 @@ struct Cli {
 #[derive(Debug, Clone, Args)]
 struct GlobalArgs {
     /// Redis to connect to (`bullmq help connection`: cluster, Sentinel, TLS).
+    // The variable's value is not shown: it may hold a password.
     #[arg(
         long,
         env = "REDIS_URL",
+        hide_env_values = true,
         default_value = "redis://127.0.0.1:6379",
         global = true
     )]
@@ -84,6 +86,11 @@ enum Command {
     Promote(commands::promote::PromoteArgs),
     /// Delete jobs with their flow children: by id, or `--all --state S`.
     Remove(commands::remove::RemoveArgs),
+    /// Remove the children of a flow parent not processed yet, with their own (Node
+    /// `job.removeUnprocessedChildren()`; children a worker holds or that failed stay).
+    RemoveUnprocessedChildren(commands::remove_unprocessed_children::RemoveUnprocessedChildrenArgs),
+    /// Replace a job's data with a JSON document (Node `job.updateData`).
+    UpdateData(commands::update_data::UpdateDataArgs),
     /// Set jobs' priority (`--all`: the prioritized and waiting jobs).
     ChangePriority(commands::change_priority::ChangePriorityArgs),
     /// Make delayed jobs due `--delay` from now: by id, or `--all`.
@@ -175,6 +182,10 @@ async fn main() -> ExitCode {
         Command::Retry(args) => commands::retry::run(&ctx, args).await,
         Command::Promote(args) => commands::promote::run(&ctx, args).await,
         Command::Remove(args) => commands::remove::run(&ctx, args).await,
+        Command::RemoveUnprocessedChildren(args) => {
+            commands::remove_unprocessed_children::run(&ctx, args).await
+        }
+        Command::UpdateData(args) => commands::update_data::run(&ctx, args).await,
         Command::ChangePriority(args) => commands::change_priority::run(&ctx, args).await,
         Command::ChangeDelay(args) => commands::change_delay::run(&ctx, args).await,
         Command::Clean(args) => commands::clean::run(&ctx, args).await,

@@ -3,16 +3,15 @@
 //! parent, children in Node's order (processed, unprocessed, failed, ignored), children in other
 //! queues of the same prefix followed too.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 
 use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
 use clap::Args;
-use ractor_bullmq::Queue;
 use serde::Serialize;
 
+use super::sibling_queues::{split_key, SiblingQueues};
 use super::{Access, Context};
 use crate::exit::Exit;
 use crate::output::print_json;
@@ -24,8 +23,9 @@ pub(crate) struct FlowArgs {
     queue: String,
     /// Id of that job.
     id: String,
-    /// How many levels of children to follow (Node's `depth`, default 10).
-    #[arg(long, default_value_t = 10)]
+    /// How many levels the tree shows, the job itself included (Node's `depth`, default 10:
+    /// 1 is the job alone).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     depth: u32,
     /// At most this many children of each outcome per job (Node's `maxChildren`, default 20;
     /// 0: all).
@@ -55,15 +55,11 @@ struct FlowNode {
 pub(crate) async fn run(ctx: &Context, args: FlowArgs) -> Result<()> {
     let root = super::open_queue(ctx, &args.queue, Access::Existing).await?;
     let mut walk = Walk {
-        prefix: ctx.prefix.clone(),
-        root: root.clone(),
-        queues: HashMap::new(),
+        queues: SiblingQueues::new(ctx.prefix.clone(), root.clone()),
         max_children: args.max_children,
     };
     let tree = walk.node(&args.queue, &args.id, None, args.depth).await;
-    for queue in walk.queues.values() {
-        let _ = queue.close().await;
-    }
+    walk.queues.close().await;
     root.close().await?;
     let tree = match tree? {
         Some(tree) => tree,
@@ -82,39 +78,15 @@ pub(crate) async fn run(ctx: &Context, args: FlowArgs) -> Result<()> {
     Ok(())
 }
 
-/// What the walk down the tree keeps: the queues opened so far, on the root's connection.
+/// What the walk down the tree keeps: the queues opened so far.
 struct Walk {
-    prefix: String,
-    root: Queue,
-    queues: HashMap<String, Queue>,
+    queues: SiblingQueues,
     max_children: usize,
 }
 
 impl Walk {
-    /// The queue `name`, opened read-only on the root's connection the first time.
-    async fn queue(&mut self, name: &str) -> Result<Queue> {
-        if name == self.root.name() {
-            return Ok(self.root.clone());
-        }
-        if let Some(queue) = self.queues.get(name) {
-            return Ok(queue.clone());
-        }
-        let options = self
-            .root
-            .options()
-            .clone()
-            .prefix(self.prefix.clone())
-            .skip_meta_update(true);
-        let queue = match self.root.redis_client() {
-            Some(client) => Queue::with_client(name, client.clone(), options).await?,
-            None => Queue::new(name, options).await?,
-        };
-        self.queues.insert(name.to_owned(), queue.clone());
-        Ok(queue)
-    }
-
-    /// The job `id` of `queue_name` and, `depth` levels down, its children; `None` when the
-    /// job does not exist.
+    /// The job `id` of `queue_name` and its children, `depth` levels in all (this one
+    /// included); `None` when the job does not exist.
     fn node<'a>(
         &'a mut self,
         queue_name: &'a str,
@@ -123,7 +95,7 @@ impl Walk {
         depth: u32,
     ) -> Pin<Box<dyn Future<Output = Result<Option<FlowNode>>> + Send + 'a>> {
         Box::pin(async move {
-            let queue = self.queue(queue_name).await?;
+            let queue = self.queues.get(queue_name).await?;
             let Some(job) = queue
                 .get_job(id)
                 .await
@@ -144,7 +116,8 @@ impl Walk {
                 missing: false,
                 children: Vec::new(),
             };
-            if depth == 0 {
+            // As Node's getFlow: children only while levels are left below this one.
+            if depth <= 1 {
                 return Ok(Some(node));
             }
             let deps = queue
@@ -169,7 +142,7 @@ impl Walk {
                 children.extend(keys.into_iter().map(|key| (key, outcome)));
             }
             for (key, outcome) in children {
-                let child = match split_key(&key, &self.prefix) {
+                let child = match split_key(&key, self.queues.prefix()) {
                     Some((child_queue, child_id)) => {
                         self.node(child_queue, child_id, Some(outcome), depth - 1)
                             .await?
@@ -194,14 +167,6 @@ impl Walk {
 /// Node's name of `state`.
 fn state_name(state: JobState) -> String {
     state.as_str().to_owned()
-}
-
-/// `(queue, id)` of a child key `{prefix}:{queue}:{id}`; `None` for a key under another
-/// prefix.
-fn split_key<'k>(key: &'k str, prefix: &str) -> Option<(&'k str, &'k str)> {
-    let rest = key.strip_prefix(prefix)?.strip_prefix(':')?;
-    let (queue, id) = rest.rsplit_once(':')?;
-    (!queue.is_empty() && !id.is_empty()).then_some((queue, id))
 }
 
 /// The tree drawn with box characters, one job a line:
@@ -254,14 +219,6 @@ mod tests {
             missing: false,
             children,
         }
-    }
-
-    #[test]
-    fn child_keys_split_into_queue_and_id() {
-        assert_eq!(split_key("bull:kids:2", "bull"), Some(("kids", "2")));
-        assert_eq!(split_key("{b}:a:b:7", "{b}"), Some(("a:b", "7")));
-        assert_eq!(split_key("other:kids:2", "bull"), None);
-        assert_eq!(split_key("bull:kids", "bull"), None);
     }
 
     #[test]

@@ -21,13 +21,16 @@ pub(crate) mod promote;
 pub(crate) mod queue_lookup;
 pub(crate) mod queues;
 pub(crate) mod remove;
+pub(crate) mod remove_unprocessed_children;
 pub(crate) mod resume;
 pub(crate) mod retry;
 pub(crate) mod scheduler;
 pub(crate) mod schedulers;
 pub(crate) mod server_facts;
+pub(crate) mod sibling_queues;
 pub(crate) mod stats;
 pub(crate) mod top;
+pub(crate) mod update_data;
 
 /// What every command gets from the global options.
 #[derive(Debug, Clone)]
