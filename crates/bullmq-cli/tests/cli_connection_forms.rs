@@ -46,7 +46,10 @@ fn the_connection_help_page_lists_every_url_form() {
         "tls_danger_accept_invalid_certs=true",
         "valkey",
     ] {
-        assert!(stdout.contains(form), "help connection lacks {form}:\n{stdout}");
+        assert!(
+            stdout.contains(form),
+            "help connection lacks {form}:\n{stdout}"
+        );
     }
 }
 

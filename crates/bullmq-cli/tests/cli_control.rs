@@ -535,7 +535,7 @@ async fn clean_and_drain_remove_what_they_say() {
     let drained = q.json(&["drain", q.queue, "--delayed"]);
     assert_eq!(
         drained,
-        json!({"queue": "jobs", "delayed": true, "removed": 1})
+        json!({"queue": "jobs", "delayed": true, "count": 1})
     );
     assert_eq!(q.counts()["counts"]["delayed"], 0);
     q.cleanup().await;

@@ -27,7 +27,8 @@ pub(crate) async fn run(ctx: &Context, args: DrainArgs) -> Result<()> {
         .with_context(|| format!("draining queue {:?}", args.queue))?;
     queue.close().await?;
     if ctx.json {
-        print_json(&json!({"queue": args.queue, "delayed": args.delayed, "removed": removed}));
+        // `count` as every command that counts what it changed (the drain script gives no ids).
+        print_json(&json!({"queue": args.queue, "delayed": args.delayed, "count": removed}));
     } else {
         let paint = Paint::stdout();
         let which = if args.delayed {
