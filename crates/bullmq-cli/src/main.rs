@@ -25,6 +25,9 @@ struct Cli {
     command: Command,
 }
 
+/// The `--help` heading of the options every command takes, listed apart from its own.
+const GLOBAL: &str = "Global options";
+
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 struct GlobalArgs {
@@ -35,14 +38,15 @@ struct GlobalArgs {
         env = "REDIS_URL",
         hide_env_values = true,
         default_value = "redis://127.0.0.1:6379",
-        global = true
+        global = true,
+        help_heading = GLOBAL
     )]
     redis_url: String,
     /// Key prefix of the queues (Node's `prefix`).
-    #[arg(long, default_value = "bull", global = true)]
+    #[arg(long, default_value = "bull", global = true, help_heading = GLOBAL)]
     prefix: String,
     /// Print JSON instead of text (errors too: one `{"error", "kind", "exit"}` object).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     json: bool,
 }
 

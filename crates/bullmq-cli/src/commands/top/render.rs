@@ -379,6 +379,27 @@ mod tests {
     }
 
     #[test]
+    fn the_server_facts_line_follows_the_title() {
+        let mut model = two_queues();
+        let rows = screen(&model, 80, 24);
+        assert!(
+            rows[1].starts_with("Redis: no INFO yet"),
+            "{}",
+            rows.join("\n")
+        );
+        model.server = Some(crate::commands::server_facts::parse(
+            "redis_version:7.2.4\r\nused_memory_human:1.21M\r\nconnected_clients:5\r\n\
+             instantaneous_ops_per_sec:12\r\n",
+        ));
+        let rows = screen(&model, 80, 24);
+        assert!(
+            rows[1].starts_with("Redis 7.2.4, memory 1.21M, 5 clients, 12 ops/s"),
+            "{}",
+            rows.join("\n")
+        );
+    }
+
+    #[test]
     fn no_queues_is_said() {
         let model = Model::new("nothing-here", Duration::from_secs(1));
         let text = screen(&model, 80, 24).join("\n");
