@@ -41,8 +41,14 @@ pub struct TemplateRecord {
     /// Data of every iteration (`None` when the hash holds no `data`: `{}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
-    /// Options of every iteration (`None` when the hash holds no `opts`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Options of every iteration (`None` when the hash holds no `opts`). Serialises with
+    /// Node's long names, as Node's `getJobScheduler` returns them (`Job.optsFromJSON`): `de`
+    /// is `deduplication`, `kl` `keepLogs`, `fpof` / `cpof` / `idof` / `rdof` the parent-failure
+    /// policies, and `tm` / `omc` `telemetry.metadata` / `telemetry.omitContext`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "long_names::serialize"
+    )]
     pub opts: Option<JobOptions>,
 }
 
@@ -163,6 +169,67 @@ impl JobSchedulerRecord {
     }
 }
 
+/// Template options with the long names Node's `Job.optsFromJSON` gives the stored short keys.
+mod long_names {
+    use serde::{Serialize, Serializer};
+    use serde_json::{Map, Value};
+
+    use crate::options::JobOptions;
+
+    /// Stored short key → Node's name (Node's `optsDecodeMap`).
+    const DECODE: [(&str, &str); 6] = [
+        ("de", "deduplication"),
+        ("fpof", "failParentOnFailure"),
+        ("cpof", "continueParentOnFailure"),
+        ("idof", "ignoreDependencyOnFailure"),
+        ("kl", "keepLogs"),
+        ("rdof", "removeDependencyOnFailure"),
+    ];
+
+    /// `opts` as Node reads it: each stored key renamed, in the stored order; `tm` and `omc`
+    /// folded into one `telemetry` object where the first of them stood.
+    pub(super) fn to_node(opts: &JobOptions) -> Value {
+        let Ok(Value::Object(stored)) = serde_json::to_value(opts) else {
+            return Value::Object(Map::new());
+        };
+        let mut out = Map::new();
+        for (key, value) in stored {
+            let telemetry_field = match key.as_str() {
+                "tm" => Some("metadata"),
+                "omc" => Some("omitContext"),
+                _ => None,
+            };
+            if let Some(field) = telemetry_field {
+                let entry = out
+                    .entry("telemetry")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !entry.is_object() {
+                    *entry = Value::Object(Map::new());
+                }
+                if let Value::Object(telemetry) = entry {
+                    telemetry.insert(field.to_owned(), value);
+                }
+                continue;
+            }
+            let name = DECODE
+                .iter()
+                .find(|(short, _)| *short == key)
+                .map_or(key.as_str(), |(_, long)| long);
+            out.insert(name.to_owned(), value);
+        }
+        Value::Object(out)
+    }
+
+    // serde's `serialize_with` hands the field by reference.
+    #[allow(clippy::ref_option)]
+    pub(super) fn serialize<S: Serializer>(
+        opts: &Option<JobOptions>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        opts.as_ref().map(to_node).serialize(serializer)
+    }
+}
+
 fn field_error(
     id: &str,
     field: &'static str,
@@ -231,6 +298,22 @@ mod tests {
                 "iterationCount":1,"every":1000,"offset":904,
                 "template":{"data":{"a":1},"opts":{"removeOnComplete":5,"attempts":3}}})
         );
+    }
+
+    #[test]
+    fn template_options_read_back_with_node_names() {
+        // Every option a template can hold, stored with the short keys; the expected JSON is
+        // Node 6.7.0's `Job.optsFromJSON` of the same text (as `getJobScheduler` returns it).
+        let stored = r#"{"attempts":3,"backoff":{"type":"exponential","delay":500},"priority":4,"lifo":true,"removeOnComplete":{"age":3600,"count":10},"removeOnFail":7,"stackTraceLimit":2,"sizeLimit":1024,"de":{"id":"d1","ttl":5000,"extend":true,"replace":false},"fpof":true,"cpof":false,"idof":true,"rdof":false,"kl":50,"tm":"{\"traceparent\":\"00-ab\"}","omc":true,"prevMillis":12,"custom":{"x":1}}"#;
+        let node = r#"{"attempts":3,"backoff":{"type":"exponential","delay":500},"priority":4,"lifo":true,"removeOnComplete":{"age":3600,"count":10},"removeOnFail":7,"stackTraceLimit":2,"sizeLimit":1024,"deduplication":{"id":"d1","ttl":5000,"extend":true,"replace":false},"failParentOnFailure":true,"continueParentOnFailure":false,"ignoreDependencyOnFailure":true,"removeDependencyOnFailure":false,"keepLogs":50,"telemetry":{"metadata":"{\"traceparent\":\"00-ab\"}","omitContext":true},"prevMillis":12,"custom":{"x":1}}"#;
+        let fields = hash(&[("name", "n"), ("every", "1000"), ("opts", stored)]);
+        let record = JobSchedulerRecord::decode("s", &fields, Some(5))
+            .unwrap()
+            .unwrap();
+        let json = serde_json::to_value(&record).unwrap();
+        let expected: Value = serde_json::from_str(node).unwrap();
+        // The same members (known keys come in our declaration order, see `options`).
+        assert_eq!(json["template"]["opts"], expected);
     }
 
     #[test]

@@ -70,7 +70,7 @@ impl WorkerState {
         duration: Duration,
     ) {
         match &outcome {
-            JobOutcome::RateLimited(ttl) => self.dispatch(Event::RateLimited(*ttl)),
+            JobOutcome::RateLimited(_) => self.dispatch(Event::RateLimited),
             JobOutcome::LockLost | JobOutcome::Cancelled => {
                 tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
             }

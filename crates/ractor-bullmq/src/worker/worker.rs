@@ -761,7 +761,8 @@ impl WorkerState {
                     self.made_progress();
                     self.store_recovered();
                     let fetched = self.settle_batch(batch, reply);
-                    if requested > 0 {
+                    // A batch that fetched nothing still reports a processor's rate limit.
+                    if requested > 0 || !fetched.rate_limited_for.is_zero() {
                         self.accept_fetched(myself, fetched, requested).await;
                     }
                 }
