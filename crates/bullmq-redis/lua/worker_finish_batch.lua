@@ -33,6 +33,8 @@
   and fetched the reply of includes/worker_fetch.lua ({ {}, 0, 0, 0, {} } when no fetch was
   asked). When an item was "limit", fetched's rateLimitTtl is at least the limiter's PTTL
   after the items (Node's moveJobFromActiveToWait returns it): the worker waits that long.
+  fetched always has 9 parts, the 9th listing meta fields another client wrote that are not
+  numbers BullMQ writes (includes/worker_common.lua wInvalidMeta).
 ]]
 local req = cjson.decode(ARGV[2])
 local now = tonumber(req.now)
@@ -314,4 +316,4 @@ if finishedAny and #fetched[1] == 0
   emit("drained")
 end
 
-return { codes, fetched }
+return { codes, wWithInvalidMeta(fetched) }

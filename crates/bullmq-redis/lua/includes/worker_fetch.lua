@@ -170,8 +170,10 @@ local function wFetch(f)
   local metaMax, metaDuration = tonumber(meta[3]), tonumber(meta[4])
   wPromoteDelayed(now, gated)
 
+  -- As Node: a meta `max` that is present overrides the worker's limiter, and one that is
+  -- not a number limits nothing.
   local maxJobs = metaMax
-  if not maxJobs and f.limiterMax and f.limiterMax > 0 then maxJobs = f.limiterMax end
+  if not meta[3] and f.limiterMax and f.limiterMax > 0 then maxJobs = f.limiterMax end
   local window = f.limiterDuration
   if not window or window <= 0 then window = metaDuration or 0 end
 

@@ -155,6 +155,19 @@ pub enum WorkerError {
         /// The bound.
         after: Duration,
     },
+    /// A queue setting another client stored in the queue's `meta` is not what BullMQ writes
+    /// there (`concurrency`, `max`, `duration` or `opts.maxLenEvents` that is not a
+    /// non-negative integer). Nothing raises on it and jobs still finish: it is read as Node's
+    /// scripts read it where that is defined (`max` not a number limits nothing, a negative
+    /// `duration` counts as its absolute value), else as absent (the event stream's cap is then
+    /// 10 000). Reported once per Worker and field.
+    #[error("queue meta field `{field}` holds {value:?}, which is not a non-negative integer; it is read as Node reads it, or as unset")]
+    InvalidQueueMeta {
+        /// The `meta` field.
+        field: String,
+        /// What it holds.
+        value: String,
+    },
     /// The next iteration of a job scheduler could not be created when the Worker started its
     /// job `job_id` (the message starts as Node's Worker's). The job itself still runs.
     #[error("Failed to add repeatable job for next iteration: {reason}")]
