@@ -3,7 +3,8 @@
 //! the Worker reports each field once (`WorkerError::InvalidQueueMeta`). Where Node's Worker
 //! finishes its jobs on the same garbage (`max` and `duration`; on `concurrency: "x"` and
 //! `opts.maxLenEvents: "abc"` Node's scripts raise), the job hashes and per-job events are
-//! Node's.
+//! Node's. A duration PEXPIRE cannot take, and a job counter (`id`) overwritten with text,
+//! count as absent.
 
 mod common;
 mod scale_common;
@@ -18,7 +19,7 @@ use common::{
     cleanup, eventually, node_available, open_queue, raw_client, read_events, run_node,
     unique_queue, StreamEvent, PREFIX,
 };
-use fred::prelude::{ClientLike, HashesInterface};
+use fred::prelude::{ClientLike, HashesInterface, KeysInterface};
 use ractor_bullmq::worker::WorkerError;
 use ractor_bullmq::{WorkerCallbacks, WorkerHandle, WorkerOptions};
 use scale_common::{ids_of, node_outcomes};
@@ -180,4 +181,42 @@ async fn garbage_node_reads_leaves_the_same_jobs_and_events_as_node() -> Result<
     );
     cleanup(&node_queue).await?;
     cleanup(&rust_queue).await
+}
+
+#[tokio::test]
+async fn a_duration_pexpire_cannot_take_counts_as_absent() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("meta-garbage-big");
+    run_node("add_jobs.js", &json!({"queue": queue, "jobs": jobs(3)})).await?;
+    write_meta(&queue, &[("max", "1"), ("duration", "1e400")]).await?;
+    let (worker, reports) = worker_reporting(&queue).await?;
+    wait_finished(&queue, 3, Duration::from_secs(30)).await?;
+    worker.close().await?;
+    assert_eq!(
+        sorted(&reports),
+        [("duration".to_owned(), "1e400".to_owned())]
+    );
+    cleanup(&queue).await
+}
+
+#[tokio::test]
+async fn a_job_counter_another_client_overwrote_starts_again_as_if_absent() -> Result<()> {
+    let queue = unique_queue("meta-garbage-id");
+    let raw = raw_client().await?;
+    let id_key = format!("{PREFIX}:{queue}:id");
+    let _: () = raw.set(&id_key, "abc", None, None, false).await?;
+    let q = open_queue(&queue).await?;
+    let opts = bullmq_protocol::options::JobOptions::new;
+    let added = q
+        .add_bulk([("a", json!({}), opts()), ("b", json!({}), opts())])
+        .await?;
+    let ids: Vec<&str> = added.iter().map(|job| job.id()).collect();
+    assert_eq!(ids, ["1", "2"], "numbered as on a fresh queue");
+    let counter: String = raw.get(&id_key).await?;
+    assert_eq!(counter, "2");
+    raw.quit().await?;
+    q.close().await?;
+    cleanup(&queue).await
 }

@@ -168,6 +168,8 @@ local function wFetch(f)
   local meta = wMeta()
   local gated, room = queueGates(meta, K.active)
   local metaMax, metaDuration = tonumber(meta[3]), tonumber(meta[4])
+  -- A duration PEXPIRE cannot take ("1e400", 20 digits) counts as absent.
+  if metaDuration and not (math.abs(metaDuration) < 2^53) then metaDuration = nil end
   wPromoteDelayed(now, gated)
 
   -- As Node: a meta `max` that is present overrides the worker's limiter, and one that is
