@@ -220,3 +220,25 @@ async fn a_job_counter_another_client_overwrote_starts_again_as_if_absent() -> R
     q.close().await?;
     cleanup(&queue).await
 }
+
+#[tokio::test]
+async fn a_paused_field_pauses_whatever_it_holds_as_in_node() -> Result<()> {
+    use ractor_bullmq::store::{FetchRequest, RedisStore, Store};
+    let queue = unique_queue("meta-garbage-paused");
+    let q = open_queue(&queue).await?;
+    q.add("a", json!({})).await?;
+    write_meta(&queue, &[("paused", "no")]).await?;
+    let config = worker_common::config();
+    let store = RedisStore::connect(&config, PREFIX, &queue, None).await?;
+    let fetched = store
+        .fetch_batch(&FetchRequest::new(1, "tok", Duration::from_secs(30)))
+        .await?;
+    assert!(fetched.jobs.is_empty() && fetched.gated, "{fetched:?}");
+    assert!(
+        fetched.invalid_settings.is_empty(),
+        "`paused` is not a number field"
+    );
+    store.close().await;
+    q.close().await?;
+    cleanup(&queue).await
+}
