@@ -1,8 +1,8 @@
 //! A stored job scheduler read back, differential against Node BullMQ 6.7.0: for the same raw
 //! `repeat:{id}` hash (written here with every option a template can hold, in the short keys
 //! Node stores), our `get_job_scheduler` / `get_job_schedulers` serialise to the same JSON as
-//! Node's `getJobScheduler` / `getJobSchedulers` — long option names (`keepLogs`,
-//! `deduplication`, `telemetry.metadata` …), not the stored ones.
+//! Node's `getJobScheduler` / `getJobSchedulers`, key for key in Node's order — long option
+//! names (`keepLogs`, `deduplication`, `telemetry.metadata` …), not the stored ones.
 
 mod common;
 
@@ -85,6 +85,12 @@ async fn template_options_read_back_with_node_names_as_node() -> Result<()> {
         .await?;
         let ours = serde_json::to_value(q.get_job_scheduler(id).await?)?;
         assert_eq!(ours, node["result"], "getJobScheduler({id})");
+        // Key for key in Node's order too: the same text.
+        assert_eq!(
+            serde_json::to_string(&ours)?,
+            serde_json::to_string(&node["result"])?,
+            "getJobScheduler({id}) as text"
+        );
     }
     let node = run_node(
         "schedulers.js",
@@ -93,6 +99,10 @@ async fn template_options_read_back_with_node_names_as_node() -> Result<()> {
     .await?;
     let ours = serde_json::to_value(q.get_job_schedulers(0, -1, true).await?)?;
     assert_eq!(ours, node["result"], "getJobSchedulers");
+    assert_eq!(
+        serde_json::to_string(&ours)?,
+        serde_json::to_string(&node["result"])?
+    );
     // The long names, spelled out once.
     let opts = &ours[0]["template"]["opts"];
     assert_eq!(opts["keepLogs"], json!(50));

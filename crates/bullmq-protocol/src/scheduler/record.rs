@@ -36,6 +36,7 @@ pub mod field {
 
 /// The job template of a scheduler: what every iteration is created with.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(into = "long_names::NodeTemplate")]
 #[non_exhaustive]
 pub struct TemplateRecord {
     /// Data of every iteration (`None` when the hash holds no `data`: `{}`).
@@ -44,12 +45,13 @@ pub struct TemplateRecord {
     /// Options of every iteration (`None` when the hash holds no `opts`). Serialises with
     /// Node's long names, as Node's `getJobScheduler` returns them (`Job.optsFromJSON`): `de`
     /// is `deduplication`, `kl` `keepLogs`, `fpof` / `cpof` / `idof` / `rdof` the parent-failure
-    /// policies, and `tm` / `omc` `telemetry.metadata` / `telemetry.omitContext`.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "long_names::serialize"
-    )]
+    /// policies, and `tm` / `omc` `telemetry.metadata` / `telemetry.omitContext`; keys come
+    /// in the order the hash stored them, as in Node's object.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub opts: Option<JobOptions>,
+    /// The keys of the stored `opts`, in their stored order (empty when not read from a hash).
+    #[serde(skip)]
+    opts_order: Vec<String>,
 }
 
 /// A job scheduler read back (Node's `JobSchedulerJson`): serialises with Node's field names.
@@ -144,14 +146,24 @@ impl JobSchedulerRecord {
                     .map_err(|_| field_error(id, field::DATA, "JSON", raw))?,
             ),
         };
-        let opts =
-            match text(field::OPTS) {
-                None => None,
-                Some(raw) => Some(JobOptions::from_json(&raw).map_err(|_| {
+        let (opts, opts_order) = match text(field::OPTS) {
+            None => (None, Vec::new()),
+            Some(raw) => {
+                let order = match serde_json::from_str::<Value>(&raw) {
+                    Ok(Value::Object(stored)) => stored.keys().cloned().collect(),
+                    _ => Vec::new(),
+                };
+                let opts = JobOptions::from_json(&raw).map_err(|_| {
                     field_error(id, field::OPTS, "a JSON object of job options", raw)
-                })?),
-            };
-        let template = (data.is_some() || opts.is_some()).then_some(TemplateRecord { data, opts });
+                })?;
+                (Some(opts), order)
+            }
+        };
+        let template = (data.is_some() || opts.is_some()).then_some(TemplateRecord {
+            data,
+            opts,
+            opts_order,
+        });
         Ok(Some(Self {
             key: id.to_owned(),
             name: text(field::NAME).unwrap_or_default(),
@@ -171,10 +183,43 @@ impl JobSchedulerRecord {
 
 /// Template options with the long names Node's `Job.optsFromJSON` gives the stored short keys.
 mod long_names {
-    use serde::{Serialize, Serializer};
+    use serde::Serialize;
     use serde_json::{Map, Value};
 
+    use super::TemplateRecord;
     use crate::options::JobOptions;
+
+    /// A [`TemplateRecord`] as Node's `getJobScheduler` returns its template.
+    #[derive(Serialize)]
+    pub(super) struct NodeTemplate {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        opts: Option<Value>,
+    }
+
+    impl From<TemplateRecord> for NodeTemplate {
+        fn from(template: TemplateRecord) -> Self {
+            Self {
+                data: template.data,
+                opts: template
+                    .opts
+                    .as_ref()
+                    .map(|opts| to_node(opts, &template.opts_order)),
+            }
+        }
+    }
+
+    /// Node's name of the stored key `key` (`tm` and `omc` live under `telemetry`).
+    fn node_name(key: &str) -> &str {
+        match key {
+            "tm" | "omc" => "telemetry",
+            _ => DECODE
+                .iter()
+                .find(|(short, _)| *short == key)
+                .map_or(key, |(_, long)| long),
+        }
+    }
 
     /// Stored short key → Node's name (Node's `optsDecodeMap`).
     const DECODE: [(&str, &str); 6] = [
@@ -186,9 +231,10 @@ mod long_names {
         ("rdof", "removeDependencyOnFailure"),
     ];
 
-    /// `opts` as Node reads it: each stored key renamed, in the stored order; `tm` and `omc`
-    /// folded into one `telemetry` object where the first of them stood.
-    pub(super) fn to_node(opts: &JobOptions) -> Value {
+    /// `opts` as Node reads it: each stored key renamed, in the stored `order` (keys it does
+    /// not name come after, in ours); `tm` and `omc` folded into one `telemetry` object where
+    /// the first of them stood.
+    pub(super) fn to_node(opts: &JobOptions, order: &[String]) -> Value {
         let Ok(Value::Object(stored)) = serde_json::to_value(opts) else {
             return Value::Object(Map::new());
         };
@@ -211,22 +257,17 @@ mod long_names {
                 }
                 continue;
             }
-            let name = DECODE
-                .iter()
-                .find(|(short, _)| *short == key)
-                .map_or(key.as_str(), |(_, long)| long);
-            out.insert(name.to_owned(), value);
+            out.insert(node_name(&key).to_owned(), value);
         }
-        Value::Object(out)
-    }
-
-    // serde's `serialize_with` hands the field by reference.
-    #[allow(clippy::ref_option)]
-    pub(super) fn serialize<S: Serializer>(
-        opts: &Option<JobOptions>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        opts.as_ref().map(to_node).serialize(serializer)
+        let mut ordered = Map::new();
+        for key in order {
+            let name = node_name(key);
+            if let Some(value) = out.shift_remove(name) {
+                ordered.insert(name.to_owned(), value);
+            }
+        }
+        ordered.append(&mut out);
+        Value::Object(ordered)
     }
 }
 
@@ -312,8 +353,12 @@ mod tests {
             .unwrap();
         let json = serde_json::to_value(&record).unwrap();
         let expected: Value = serde_json::from_str(node).unwrap();
-        // The same members (known keys come in our declaration order, see `options`).
         assert_eq!(json["template"]["opts"], expected);
+        // In the stored order, as Node's object: the same text.
+        assert_eq!(
+            serde_json::to_string(&json["template"]["opts"]).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
     }
 
     #[test]
