@@ -371,6 +371,8 @@ pub struct WorkerState {
     /// reconnecting by itself, and the progress watchdog waits for it (a restart could not
     /// connect either).
     pub(super) connection_down: bool,
+    /// `meta` fields already reported as [`WorkerError::InvalidQueueMeta`] (once each).
+    pub(super) invalid_meta_reported: std::collections::HashSet<String>,
 }
 
 impl Drop for WorkerState {
@@ -497,6 +499,7 @@ impl Actor for Worker {
             last_progress: Instant::now(),
             close_by: None,
             connection_down: false,
+            invalid_meta_reported: std::collections::HashSet::new(),
             opts,
         })
     }
@@ -792,7 +795,9 @@ impl WorkerState {
                     self.made_progress();
                     self.store_recovered();
                     let fetched = self.settle_batch(batch, reply);
-                    if requested > 0 {
+                    self.report_invalid_meta(&fetched.invalid_settings);
+                    // A batch that fetched nothing still reports a processor's rate limit.
+                    if requested > 0 || !fetched.rate_limited_for.is_zero() {
                         self.accept_fetched(myself, fetched, requested).await;
                     }
                 }

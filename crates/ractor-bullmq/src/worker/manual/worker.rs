@@ -76,6 +76,8 @@ pub struct ManualWorker {
     closed: AtomicBool,
     /// The stalled-check timer, when started.
     stalled_timer: Mutex<Option<JoinHandle<()>>>,
+    /// `meta` fields already reported as holding garbage (once each).
+    invalid_meta_reported: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for ManualWorker {
@@ -103,6 +105,7 @@ impl ManualWorker {
             label,
             closed: AtomicBool::new(false),
             stalled_timer: Mutex::new(None),
+            invalid_meta_reported: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -445,6 +448,20 @@ impl ManualWorker {
         }
         for id in &fetched.dropped {
             tracing::warn!(queue = self.queue_name(), job_id = %id, "job id without a job hash removed");
+        }
+        for (field, value) in &fetched.invalid_settings {
+            let first = self
+                .invalid_meta_reported
+                .lock()
+                .map(|mut reported| reported.insert(field.clone()))
+                .unwrap_or(false);
+            if first {
+                let error = crate::worker::WorkerError::InvalidQueueMeta {
+                    field: field.clone(),
+                    value: value.clone(),
+                };
+                tracing::warn!(queue = self.queue_name(), %field, %value, "{error}");
+            }
         }
         let mut first = None;
         for job in fetched.jobs {
