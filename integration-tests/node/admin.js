@@ -16,6 +16,7 @@
 //   getMeta
 //   retryJobs       {state?, count?, timestamp?}  queue.retryJobs (Node's defaults when absent)
 //   promoteJobs     {count?}                      queue.promoteJobs
+//   removeUnprocessedChildren {id}                job.removeUnprocessedChildren()
 //   extendLock      {id, token, duration}         job.extendLock(token, duration): 1 or 0
 //                                                 (an absent job is loaded as a bare Job so the
 //                                                 call still reaches the script)
@@ -59,6 +60,11 @@ const OPS = {
     return queue.retryJobs(opts);
   },
   promoteJobs: (queue, a) => queue.promoteJobs(a.count === undefined ? {} : { count: a.count }),
+  removeUnprocessedChildren: async (queue, a) => {
+    const job = await queue.getJob(String(a.id));
+    if (!job) throw new Error(`job ${a.id} not found`);
+    return job.removeUnprocessedChildren();
+  },
   extendLock: async (queue, a) => {
     const job = (await Job.fromId(queue, String(a.id))) || new Job(queue, 'absent', {}, {}, String(a.id));
     return job.extendLock(a.token, a.duration);

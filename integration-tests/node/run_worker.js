@@ -13,6 +13,8 @@
 //   {unrecoverable: "msg"}  throw UnrecoverableError(msg)
 //   {failAttempts: n}       throw while job.attemptsMade < n (fails the first n attempts)
 //   {returnValue: v}        return v (default {processedBy: "node"})
+//   {rateLimitMs: n}        on the job's first run only, before all of the above:
+//                           worker.rateLimit(n) then throw Worker.RateLimitError()
 // Stops when `stopAfter` attempts have ended (completed + failed events), when no attempt has
 // ended for `idleMs` (counted from start too), or after `timeoutMs`, whichever comes first.
 // Output: {processed: [{id, name, data, attemptsMade, startedAt}] in processor start order,
@@ -61,6 +63,11 @@ run(async args => {
         attemptsMade: job.attemptsMade,
         startedAt: Date.now(),
       });
+      const data = job.data && typeof job.data === 'object' ? job.data : {};
+      if (data.rateLimitMs && processed.filter(p => p.id === job.id).length === 1) {
+        await worker.rateLimit(data.rateLimitMs);
+        throw Worker.RateLimitError();
+      }
       return processor(job);
     },
     {

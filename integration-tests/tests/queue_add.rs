@@ -270,6 +270,15 @@ async fn missing_parent_is_a_typed_error_and_writes_nothing() -> Result<()> {
         other => panic!("expected ParentNotFound, got {other:?}"),
     }
     assert_eq!(queue.get_job_counts().await?.pending(), 0);
+    // The same refusal from the bulk script (its per-job -5).
+    let bulk = queue
+        .add_bulk([("child", 1, JobOptions::new().parent(parent.clone()))])
+        .await;
+    match bulk {
+        Err(QueueError::ParentNotFound { parent_key }) => assert_eq!(parent_key, parent.job_key()),
+        other => panic!("expected ParentNotFound from add_bulk, got {other:?}"),
+    }
+    assert_eq!(queue.get_job_counts().await?.pending(), 0);
 
     // With the parent present, the child links to it and registers as a dependency.
     let raw = raw_client().await?;

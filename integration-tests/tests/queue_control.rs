@@ -13,7 +13,10 @@ use std::time::Duration;
 use anyhow::Result;
 use bullmq_protocol::options::{Deduplication, JobOptions};
 use bullmq_protocol::state::JobState;
-use common::{cleanup, node_available, node_eval, open_queue, read_events, unique_queue};
+use common::{
+    cleanup, node_available, node_eval, open_queue, raw_client, read_events, unique_queue, PREFIX,
+};
+use fred::prelude::{ClientLike, KeysInterface};
 use ractor_bullmq::{GlobalRateLimit, Queue, RateLimitTtl, WorkerCallbacks, WorkerOptions};
 use raw_state::{assert_same_state, snapshot};
 use serde_json::{json, Value as Json};
@@ -233,6 +236,21 @@ async fn removing_limits_and_keys_leaves_nodes_state() -> Result<()> {
         .is_err());
     assert_eq!(our_q.get_rate_limit_ttl(None).await?, RateLimitTtl::NoKey);
     assert_eq!(our_q.get_global_rate_limit().await?, None);
+
+    // A limiter key without expiry (another client's SET): PTTL -1 on both sides.
+    let raw = raw_client().await?;
+    for name in [&ours, &theirs] {
+        let _: () = raw
+            .set(format!("{PREFIX}:{name}:limiter"), "3", None, None, false)
+            .await?;
+    }
+    assert_eq!(
+        our_q.get_rate_limit_ttl(None).await?,
+        RateLimitTtl::NoExpiry
+    );
+    let no_expiry = node(&theirs, "out.ttl = await q.getRateLimitTtl()").await?;
+    assert_eq!(no_expiry, json!({"ttl": -1}));
+    raw.quit().await?;
 
     for (name, q) in [(&ours, our_q), (&theirs, their_q)] {
         q.close().await?;

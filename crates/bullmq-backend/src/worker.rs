@@ -177,6 +177,10 @@ pub struct Fetched {
     /// Ids taken from wait that had no job record: nothing to run or to fail; they were removed
     /// from the queue.
     pub dropped: Vec<String>,
+    /// Queue settings another client stored in a form BullMQ never writes (Redis: `meta`
+    /// fields such as `concurrency: "x"`), as (field, value): the backend read each as Node
+    /// does where Node's reading is defined, else as absent, and went on.
+    pub invalid_settings: Vec<(String, String)>,
 }
 
 impl Fetched {

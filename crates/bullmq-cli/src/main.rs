@@ -25,41 +25,28 @@ struct Cli {
     command: Command,
 }
 
+/// The `--help` heading of the options every command takes, listed apart from its own.
+const GLOBAL: &str = "Global options";
+
 /// Options every command takes.
-// The field docs are clap's --help text, where `[user:pass@]` means "optional", not a link.
-#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Clone, Args)]
 struct GlobalArgs {
-    /// Redis to connect to: redis://[user:pass@]host:port/db (rediss:// for TLS), a cluster or
-    /// Sentinel (--help lists every form)
-    ///
-    /// One server: redis://[user:pass@]host[:port][/db]
-    ///
-    /// A cluster, from seed nodes: redis-cluster://[user:pass@]host:port?node=host2:port2&node=...
-    ///
-    /// A primary behind Sentinel:
-    /// redis-sentinel://[user:pass@]host[:port][/db]?sentinelServiceName=NAME&node=host2:port2
-    /// (host and nodes are Sentinels, default port 26379; sentinelUsername=U&sentinelPassword=P
-    /// for their own credentials; replica_reads=true reads from a healthy replica)
-    ///
-    /// TLS: rediss://, rediss-cluster://, rediss-sentinel://, taking the query parameters
-    /// tls_ca=CA.pem (trust this CA instead of the system's), tls_cert=CERT.pem&tls_key=KEY.pem
-    /// (a client certificate), tls_server_name=NAME (check the certificate against NAME) and
-    /// tls_danger_accept_invalid_certs=true (INSECURE: accept any certificate)
-    ///
-    /// valkey may replace redis in every scheme.
+    /// Redis to connect to (`bullmq help connection`: cluster, Sentinel, TLS).
+    // The variable's value is not shown: it may hold a password.
     #[arg(
         long,
         env = "REDIS_URL",
+        hide_env_values = true,
         default_value = "redis://127.0.0.1:6379",
-        global = true
+        global = true,
+        help_heading = GLOBAL
     )]
     redis_url: String,
-    /// Key prefix of the queues (Node's `prefix` option).
-    #[arg(long, default_value = "bull", global = true)]
+    /// Key prefix of the queues (Node's `prefix`).
+    #[arg(long, default_value = "bull", global = true, help_heading = GLOBAL)]
     prefix: String,
-    /// Print machine-readable JSON instead of text.
-    #[arg(long, global = true)]
+    /// Print JSON instead of text (errors too: one `{"error", "kind", "exit"}` object).
+    #[arg(long, global = true, help_heading = GLOBAL)]
     json: bool,
 }
 
@@ -87,6 +74,9 @@ enum Command {
     /// Everything about one job: data, options, result or failure with its stack trace,
     /// progress, logs, parent and children (exit 3 when there is no such job).
     Job(commands::job::JobArgs),
+    /// The flow tree under a job, to any depth: each child's name, queue, state and outcome
+    /// (exit 3 when there is no such job).
+    Flow(commands::flow::FlowArgs),
     /// The workers connected to a queue.
     Workers(commands::workers::WorkersArgs),
     /// Jobs completed and failed per minute, with a chart (recorded by workers started with
@@ -100,6 +90,11 @@ enum Command {
     Promote(commands::promote::PromoteArgs),
     /// Delete jobs with their flow children: by id, or `--all --state S`.
     Remove(commands::remove::RemoveArgs),
+    /// Remove the children of a flow parent not processed yet, with their own (Node
+    /// `job.removeUnprocessedChildren()`; children a worker holds or that failed stay).
+    RemoveUnprocessedChildren(commands::remove_unprocessed_children::RemoveUnprocessedChildrenArgs),
+    /// Replace a job's data with a JSON document (Node `job.updateData`).
+    UpdateData(commands::update_data::UpdateDataArgs),
     /// Set jobs' priority (`--all`: the prioritized and waiting jobs).
     ChangePriority(commands::change_priority::ChangePriorityArgs),
     /// Make delayed jobs due `--delay` from now: by id, or `--all`.
@@ -118,10 +113,36 @@ enum Command {
     /// failures; keys pause / resume a queue and retry its failed jobs (a plain table per
     /// refresh when stdout is no terminal).
     Top(commands::top::TopArgs),
+    /// How to write `--redis-url`: one server, a cluster, Sentinel, TLS.
+    #[command(long_about = CONNECTION_HELP)]
+    Connection,
     /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
     /// live progress and a summary (starts a local redis-server when none answers).
     Demo(commands::demo::DemoArgs),
 }
+
+/// The `bullmq help connection` page: every form `--redis-url` (or `REDIS_URL`) takes.
+const CONNECTION_HELP: &str = "\
+How to write --redis-url (or the REDIS_URL variable); the default is redis://127.0.0.1:6379.
+
+One server:
+  redis://[user:pass@]host[:port][/db]
+
+A cluster, from seed nodes:
+  redis-cluster://[user:pass@]host:port?node=host2:port2&node=...
+
+A primary behind Sentinel (host and nodes are Sentinels, default port 26379):
+  redis-sentinel://[user:pass@]host[:port][/db]?sentinelServiceName=NAME&node=host2:port2
+  sentinelUsername=U&sentinelPassword=P   the Sentinels' own credentials
+  replica_reads=true                      read from a healthy replica
+
+TLS: rediss://, rediss-cluster://, rediss-sentinel://, with the query parameters
+  tls_ca=CA.pem                           trust this CA instead of the system's
+  tls_cert=CERT.pem&tls_key=KEY.pem       a client certificate
+  tls_server_name=NAME                    check the certificate against NAME
+  tls_danger_accept_invalid_certs=true    INSECURE: accept any certificate
+
+valkey may replace redis in every scheme. A malformed URL is a usage error (exit 2).";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -140,7 +161,10 @@ async fn main() -> ExitCode {
         // (and never when NO_COLOR is set, https://no-color.org).
         .with_ansi(colour_on_stderr())
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
     let ctx = commands::Context {
         redis_url: cli.global.redis_url,
         prefix: cli.global.prefix,
@@ -155,12 +179,17 @@ async fn main() -> ExitCode {
         Command::Queues(args) => commands::queues::run(&ctx, args).await,
         Command::Jobs(args) => commands::jobs::run(&ctx, args).await,
         Command::Job(args) => commands::job::run(&ctx, args).await,
+        Command::Flow(args) => commands::flow::run(&ctx, args).await,
         Command::Workers(args) => commands::workers::run(&ctx, args).await,
         Command::Metrics(args) => commands::metrics::run(&ctx, args).await,
         Command::Limits(args) => commands::limits::run(&ctx, args).await,
         Command::Retry(args) => commands::retry::run(&ctx, args).await,
         Command::Promote(args) => commands::promote::run(&ctx, args).await,
         Command::Remove(args) => commands::remove::run(&ctx, args).await,
+        Command::RemoveUnprocessedChildren(args) => {
+            commands::remove_unprocessed_children::run(&ctx, args).await
+        }
+        Command::UpdateData(args) => commands::update_data::run(&ctx, args).await,
         Command::ChangePriority(args) => commands::change_priority::run(&ctx, args).await,
         Command::ChangeDelay(args) => commands::change_delay::run(&ctx, args).await,
         Command::Clean(args) => commands::clean::run(&ctx, args).await,
@@ -170,14 +199,52 @@ async fn main() -> ExitCode {
         Command::Obliterate(args) => commands::obliterate::run(&ctx, args).await,
         Command::Top(args) => commands::top::run(&ctx, args).await,
         Command::Demo(args) => commands::demo::run(&ctx, args).await,
+        Command::Connection => {
+            println!("{CONNECTION_HELP}");
+            Ok(())
+        }
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", output::error_chain(&error));
+            let message = output::error_chain(&error);
+            if ctx.json {
+                output::print_json_error(
+                    &message,
+                    exit::kind_of(&error),
+                    exit::number_of(&error),
+                    exit::report_of(&error),
+                );
+            } else {
+                eprintln!("error: {message}");
+            }
             exit::code_of(&error)
         }
     }
+}
+
+/// What a command line clap refused ends with: clap's own message and code, or with `--json`
+/// one JSON error object (kind `usage`, exit 2). Help and version are printed as asked.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let shows_text = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    let json = std::env::args_os().any(|arg| arg == "--json");
+    if shows_text || !json {
+        let _ = error.print();
+        return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(exit::USAGE));
+    }
+    // clap's message without its usage and tip lines, on one line.
+    let rendered = error.render().to_string();
+    let head = rendered.split("\n\n").next().unwrap_or_default();
+    let head = head.strip_prefix("error: ").unwrap_or(head);
+    let message: Vec<&str> = head.lines().map(str::trim).collect();
+    output::print_json_error(&message.join(" "), exit::USAGE_KIND, exit::USAGE, None);
+    ExitCode::from(exit::USAGE)
 }
 
 /// Whether stderr may carry ANSI colours: a terminal, and `NO_COLOR` unset or empty.

@@ -142,7 +142,8 @@ pub(crate) fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// The error and its causes joined with `: `, skipping a cause whose text the previous message
-/// already contains (many library errors embed their source in their own message).
+/// already contains (many library errors embed their source in their own message), in plain
+/// words (see [`plain_words`]).
 pub(crate) fn error_chain(error: &anyhow::Error) -> String {
     let mut out = String::new();
     let mut previous = String::new();
@@ -157,7 +158,88 @@ pub(crate) fn error_chain(error: &anyhow::Error) -> String {
         out.push_str(&text);
         previous = text;
     }
+    plain_words(&out)
+}
+
+/// `text` with the Rust `Debug` renderings some libraries put in their messages turned into
+/// words: fred's `IO Error: Os { code: 111, kind: ConnectionRefused, message: "Connection
+/// refused" }` becomes `connection refused (os error 111)`, `Kind(TimedOut)` becomes
+/// `timed out`, `Custom { kind: Other, error: "x" }` becomes `x`.
+pub(crate) fn plain_words(text: &str) -> String {
+    let mut out = text.replace("IO Error: ", "");
+    while let Some(start) = out.find("Os { code: ") {
+        let Some(len) = out[start..].find('}') else {
+            break;
+        };
+        let inner = out[start + "Os { ".len()..start + len].trim().to_owned();
+        let field = |name: &str| {
+            inner.split(", ").find_map(|part| {
+                part.strip_prefix(name)
+                    .map(|v| v.trim().trim_matches('"').to_owned())
+            })
+        };
+        let code = field("code: ").unwrap_or_default();
+        let message = field("message: ").unwrap_or_default();
+        let words = format!("{} (os error {code})", lower_first(&message));
+        out.replace_range(start..=start + len, &words);
+    }
+    while let Some(start) = out.find("Custom { kind: ") {
+        let Some(len) = out[start..].find('}') else {
+            break;
+        };
+        let words = out[start..start + len]
+            .split_once("error: ")
+            .map_or_else(String::new, |(_, e)| e.trim().trim_matches('"').to_owned());
+        out.replace_range(start..=start + len, &words);
+    }
+    while let Some(start) = out.find("Kind(") {
+        let Some(len) = out[start..].find(')') else {
+            break;
+        };
+        let words = camel_to_words(&out[start + "Kind(".len()..start + len]);
+        out.replace_range(start..=start + len, &words);
+    }
     out
+}
+
+/// `Connection refused` → `connection refused`.
+fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
+}
+
+/// `TimedOut` → `timed out`.
+fn camel_to_words(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_uppercase() && !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// Prints an error as one JSON object on stdout (`--json`): `{"error": sentence, "kind":
+/// kind, "exit": code}`, so a script reading stdout gets one document either way.
+/// With `report` (what the command did before failing), its fields come first.
+pub(crate) fn print_json_error(
+    message: &str,
+    kind: &str,
+    code: u8,
+    report: Option<&serde_json::Value>,
+) {
+    let error = serde_json::json!({"error": message, "kind": kind, "exit": code});
+    match (report, error) {
+        (Some(Value::Object(report)), Value::Object(error)) => {
+            let mut merged = report.clone();
+            merged.extend(error);
+            print_json(&Value::Object(merged));
+        }
+        (_, error) => println!("{error}"),
+    }
 }
 
 #[cfg(test)]
@@ -172,6 +254,23 @@ mod tests {
         let inner = std::io::Error::other("bad id");
         let error = anyhow::Error::new(Outer(inner)).context("could not add");
         assert_eq!(error_chain(&error), "could not add: invalid job: bad id");
+    }
+
+    #[test]
+    fn debug_renderings_become_words() {
+        assert_eq!(
+            plain_words(
+                "could not connect to Redis at h:1: IO Error: Os { code: 111, kind: \
+                 ConnectionRefused, message: \"Connection refused\" }"
+            ),
+            "could not connect to Redis at h:1: connection refused (os error 111)"
+        );
+        assert_eq!(plain_words("x: IO Error: Kind(TimedOut)"), "x: timed out");
+        assert_eq!(
+            plain_words("x: Custom { kind: Other, error: \"tls failed\" }"),
+            "x: tls failed"
+        );
+        assert_eq!(plain_words("no queue \"q\""), "no queue \"q\"");
     }
 
     #[test]

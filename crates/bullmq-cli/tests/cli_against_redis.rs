@@ -86,9 +86,10 @@ fn stats_on_an_unreachable_redis_fails_clearly() {
 
 #[tokio::test]
 async fn stats_does_not_create_keys() {
+    // A queue that does not exist is "not found" (exit 3), and reading it creates nothing.
     let prefix = format!("cli-test-ro-{}", std::process::id());
     let out = bullmq(&["--prefix", &prefix, "--json", "stats", "nothing"]);
-    assert_eq!(json_of(&out)["counts"]["waiting"], 0);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
     assert_eq!(keys_under(&prefix).await, Vec::<String>::new());
 }
 
@@ -99,6 +100,10 @@ async fn stats_counts_connections_named_like_node_workers() {
     let named = connect_named(Some(keys.worker_client_name(Some("w-1")))).await;
     let unnamed = connect_named(Some(keys.worker_client_name(None))).await;
     let other = connect_named(Some(format!("{prefix}:b3RoZXI=:w:x"))).await;
+    // The queue exists once it has a key.
+    assert!(bullmq(&["--prefix", &prefix, "add", "jobs", "j"])
+        .status
+        .success());
     let stats = json_of(&bullmq(&["--prefix", &prefix, "--json", "stats", "jobs"]));
     assert_eq!(stats["workers"], 2, "{stats}");
     let names: Vec<&str> = stats["workerConnections"]
@@ -114,6 +119,7 @@ async fn stats_counts_connections_named_like_node_workers() {
     for client in [named, unnamed, other] {
         client.quit().await.unwrap();
     }
+    delete_under(&prefix).await;
 }
 
 /// Runs `bullmq` expecting a refusal: exit 1 and one `error:` line naming `mentions`.
@@ -350,8 +356,13 @@ async fn schedulers_are_upserted_listed_and_removed() {
     assert!(again.stdout.is_empty());
     let missing = p(&["--json", "scheduler", "remove", "pings", "beat"]);
     assert_eq!(missing.status.code(), Some(1));
+    // One object: the report and the error.
     let missing: Value = serde_json::from_slice(&missing.stdout).unwrap();
-    assert_eq!(missing, serde_json::json!({"removed": false}));
+    assert_eq!(
+        missing,
+        serde_json::json!({"removed": false, "error": "no job scheduler \"beat\" on queue \"pings\"",
+                           "kind": "failed", "exit": 1})
+    );
     assert_eq!(
         json_of(&p(&["--json", "scheduler", "remove", "pings", "fast"])),
         serde_json::json!({"removed": true})
@@ -366,6 +377,10 @@ async fn schedulers_are_upserted_listed_and_removed() {
 #[tokio::test]
 async fn an_empty_scheduler_list_says_so_and_writes_nothing() {
     let prefix = format!("cli-test-sched-none-{}", std::process::id());
+    assert!(bullmq(&["--prefix", &prefix, "add", "quiet", "j"])
+        .status
+        .success());
+    let before = keys_under(&prefix).await;
     let out = bullmq(&["--prefix", &prefix, "schedulers", "quiet"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "no job schedulers on queue quiet\n");
@@ -377,5 +392,6 @@ async fn an_empty_scheduler_list_says_so_and_writes_nothing() {
         "quiet",
     ]));
     assert_eq!(json, serde_json::json!([]));
-    assert_eq!(keys_under(&prefix).await, Vec::<String>::new());
+    assert_eq!(keys_under(&prefix).await, before);
+    delete_under(&prefix).await;
 }

@@ -109,9 +109,13 @@ const COMMANDS: [&[&str]; 8] = [
 ];
 
 fn assert_one_clear_line(what: &str, run: &Run, mentions: &str) {
+    assert_one_clear_line_with(what, run, mentions, 1);
+}
+
+fn assert_one_clear_line_with(what: &str, run: &Run, mentions: &str, code: i32) {
     assert_eq!(
         run.code,
-        Some(1),
+        Some(code),
         "{what}: exit code; stderr: {}",
         run.stderr
     );
@@ -133,6 +137,14 @@ fn assert_one_clear_line(what: &str, run: &Run, mentions: &str) {
         run.stderr
     );
     assert!(run.stdout.is_empty(), "{what}: stdout {:?}", run.stdout);
+    // A sentence, never a Rust `Debug` rendering such as `Os { code: 111, kind: … }`.
+    for debug in ["Os {", "kind:", "Custom {", "Kind("] {
+        assert!(
+            !run.stderr.contains(debug),
+            "{what}: Debug text: {}",
+            run.stderr
+        );
+    }
     assert!(run.took < GUARD / 2, "{what}: took {:?}", run.took);
 }
 
@@ -178,11 +190,72 @@ fn a_plain_server_behind_rediss_fails_within_the_connect_timeout() {
 }
 
 #[test]
-fn a_bad_scheme_is_refused_naming_the_accepted_ones() {
+fn a_bad_scheme_is_a_usage_error_naming_the_accepted_ones() {
     for args in COMMANDS {
         let run = bullmq("http://127.0.0.1:6379", args);
-        assert_one_clear_line(&format!("{args:?}"), &run, "rediss://");
+        assert_one_clear_line_with(&format!("{args:?}"), &run, "rediss://", 2);
     }
+}
+
+/// The one JSON object a `--json` run that failed printed on stdout (nothing on stderr).
+fn json_error(run: &Run) -> serde_json::Value {
+    assert!(run.stderr.trim().is_empty(), "stderr: {}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON line expected: {:?}", run.stdout);
+    let value: serde_json::Value = serde_json::from_str(lines[0]).expect("a JSON object");
+    let mut keys: Vec<&String> = value.as_object().expect("an object").keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["error", "exit", "kind"], "{value}");
+    assert_eq!(
+        value["exit"].as_i64(),
+        run.code.map(i64::from),
+        "the same exit status as the process: {value}"
+    );
+    value
+}
+
+#[test]
+fn with_json_an_error_is_one_object_with_the_same_exit_status() {
+    // Unreachable: exit 1, kind connection, a sentence.
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    for args in [
+        &["--json", "stats", "q"][..],
+        &["--json", "queues"],
+        &["--json", "events", "q", "--no-follow"],
+    ] {
+        let run = bullmq(&url, args);
+        assert_eq!(run.code, Some(1), "{args:?}: {}", run.stdout);
+        let error = json_error(&run);
+        assert_eq!(error["kind"], "connection", "{args:?}: {error}");
+        let message = error["error"].as_str().unwrap();
+        assert!(message.contains("could not connect to Redis"), "{message}");
+        assert!(!message.contains("Os {"), "{message}");
+    }
+    // A malformed URL: a usage error, exit 2, with or without --json.
+    for url in ["http://127.0.0.1:6379", "redis://a:b:c"] {
+        let plain = bullmq(url, &["stats", "q"]);
+        assert_eq!(plain.code, Some(2), "{url}: {}", plain.stderr);
+        let run = bullmq(url, &["--json", "stats", "q"]);
+        assert_eq!(run.code, Some(2), "{url}: {}", run.stdout);
+        let error = json_error(&run);
+        assert_eq!(error["kind"], "usage", "{error}");
+        assert!(
+            error["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("bad --redis-url"),
+            "{error}"
+        );
+    }
+    // What clap refuses (a missing argument) is the same usage object.
+    let run = bullmq(&url, &["--json", "stats"]);
+    assert_eq!(run.code, Some(2));
+    let error = json_error(&run);
+    assert_eq!(error["kind"], "usage", "{error}");
+    assert!(
+        error["error"].as_str().unwrap().contains("<QUEUE>"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -240,10 +313,17 @@ async fn no_follow_replays_the_stream_and_exits_and_count_counts_the_replay() {
     let after = bullmq(&url, &["events", &queue, "--no-follow", "--from", second]);
     assert_eq!(after.stdout.lines().count(), 3, "{}", after.stdout);
 
-    // An empty or missing stream: nothing, exit 0.
-    let empty = bullmq(&url, &["events", &format!("{queue}-none"), "--no-follow"]);
-    assert_eq!(empty.code, Some(0), "{}", empty.stderr);
-    assert!(empty.stdout.is_empty());
+    // A queue that does not exist is said to be missing (exit 3), not an empty replay.
+    let missing = bullmq(&url, &["events", &format!("{queue}-none"), "--no-follow"]);
+    assert_eq!(missing.code, Some(3), "{}", missing.stderr);
+    assert!(
+        missing
+            .stderr
+            .contains(&format!("no queue \"{queue}-none\" under prefix \"bull\"")),
+        "{}",
+        missing.stderr
+    );
+    assert!(missing.stdout.is_empty());
 
     // Following with --from 0 and --count replays and exits too.
     let follow = bullmq(

@@ -26,8 +26,9 @@ fn bullmq(redis: &str, args: &[&str]) -> (Option<i32>, String, String) {
 }
 
 #[test]
-fn the_help_lists_every_url_form() {
-    let (code, stdout, _) = bullmq("redis://127.0.0.1:6379", &["--help"]);
+fn the_connection_help_page_lists_every_url_form() {
+    // One page (`bullmq help connection`); `--help` names it in one line.
+    let (code, stdout, _) = bullmq("redis://127.0.0.1:6379", &["help", "connection"]);
     assert_eq!(code, Some(0));
     for form in [
         "redis://",
@@ -45,7 +46,10 @@ fn the_help_lists_every_url_form() {
         "tls_danger_accept_invalid_certs=true",
         "valkey",
     ] {
-        assert!(stdout.contains(form), "--help lacks {form}:\n{stdout}");
+        assert!(
+            stdout.contains(form),
+            "help connection lacks {form}:\n{stdout}"
+        );
     }
 }
 
@@ -233,8 +237,12 @@ fn stats_runs_over_tls_with_the_ca_in_the_url() {
         "rediss://127.0.0.1:{port}?tls_ca={}",
         dir.join("ca.pem").display()
     );
+    // A queue exists once it has a key: add one job over TLS, then read it back.
+    let (code, _, stderr) = bullmq(&url, &["add", "cli-tls", "job"]);
+    assert_eq!(code, Some(0), "stderr: {stderr}");
     let (code, stdout, stderr) = bullmq(&url, &["--json", "stats", "cli-tls"]);
     assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert!(stdout.contains("\"waiting\": 1"), "{stdout}");
     assert!(stdout.contains("cli-tls"), "{stdout}");
 
     // Without the CA the system roots do not know the server: refused, saying what to set.

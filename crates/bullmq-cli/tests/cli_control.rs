@@ -172,11 +172,21 @@ async fn retry_all_sends_failed_jobs_back_and_a_node_worker_completes_them() {
     assert_eq!(first["failed"].as_array().unwrap().len(), 3, "{first}");
 
     let retried = q.json(&["retry", q.queue, "--all"]);
-    assert_eq!(
-        retried,
-        json!({"queue": "jobs", "operation": "retry", "states": ["failed"], "changed": 3,
-               "skipped": 0})
-    );
+    // `changed` lists the ids (the failed ones, oldest first) and `count` counts them.
+    assert_eq!(retried["count"], 3, "{retried}");
+    let mut changed: Vec<&str> = retried["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    changed.sort_unstable();
+    let mut failed = vec![ids[0].as_str(), ids[1].as_str(), ids[3].as_str()];
+    failed.sort_unstable();
+    assert_eq!(changed, failed, "{retried}");
+    assert_eq!(retried["skipped"], json!([]), "{retried}");
+    assert_eq!(retried["operation"], "retry");
+    assert_eq!(retried["states"], json!(["failed"]));
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     assert_eq!(
         q.states(&ids),
@@ -248,12 +258,19 @@ async fn retry_by_id_names_missing_jobs_and_wrong_states() {
     );
 
     // Several ids: each is tried, the first failure sets the status, JSON says which is which.
-    let out = q.fails(
-        &["--json", "retry", q.queue, failed, "77"],
-        4,
-        &format!("job {failed} is not failed, it is waiting; job 77 does not exist"),
-    );
+    // With --json the report and the error are one object on stdout.
+    let out = q.bullmq(&["--json", "retry", q.queue, failed, "77"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stdout));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["error"],
+        format!("job {failed} is not failed, it is waiting; job 77 does not exist on queue jobs")
+    );
+    assert_eq!(
+        (&report["kind"], &report["exit"]),
+        (&json!("refused"), &json!(4))
+    );
+    assert_eq!(report["count"], 0);
     assert_eq!(report["changed"], json!([]));
     assert_eq!(report["notFound"], json!(["77"]));
     assert_eq!(report["refused"][0]["id"], failed);
@@ -318,7 +335,17 @@ async fn promote_and_change_delay_change_what_node_reads() {
     );
 
     let all = q.json(&["change-delay", q.queue, "--delay", "5m", "--all"]);
-    assert_eq!(all["changed"], 2, "{all}");
+    assert_eq!(all["count"], 2, "{all}");
+    let mut changed: Vec<&str> = all["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    changed.sort_unstable();
+    let mut delayed = vec![ids[1], ids[2]];
+    delayed.sort_unstable();
+    assert_eq!(changed, delayed, "{all}");
     assert_eq!(all["states"], json!(["delayed"]));
     for job in q.read(&[ids[1], ids[2]]) {
         assert_eq!(job["delay"], 300_000, "{job}");
@@ -374,7 +401,7 @@ async fn change_priority_reorders_what_a_node_worker_takes() {
     // --all: the prioritized jobs (highest first) then the waiting one, all to priority 2, so
     // they keep that order within the new priority.
     let all = q.json(&["change-priority", q.queue, "--priority", "2", "--all"]);
-    assert_eq!(all["changed"], 4, "{all}");
+    assert_eq!(all["count"], 4, "{all}");
     assert_eq!(all["states"], json!(["prioritized", "waiting"]));
     for job in q.read(&ids) {
         assert_eq!(job["priority"], 2, "{job}");
@@ -433,7 +460,7 @@ async fn remove_by_id_and_by_state() {
     q.fails(&["remove", q.queue, "--all"], 2, "--state");
 
     let delayed = q.json(&["remove", q.queue, "--all", "--state", "delayed"]);
-    assert_eq!(delayed["changed"], 1, "{delayed}");
+    assert_eq!(delayed["count"], 1, "{delayed}");
     assert_eq!(
         q.ok(&["remove", q.queue, "--all", "--state", "wait"]),
         "removed 2 waiting jobs on queue jobs\n"
@@ -474,9 +501,12 @@ async fn clean_and_drain_remove_what_they_say() {
         "--limit",
         "2",
     ]);
+    // The ids removed, as Node's `clean` returns them, and their count.
+    assert_eq!(limited["count"], 2, "{limited}");
+    assert_eq!(limited["removed"].as_array().unwrap().len(), 2, "{limited}");
     assert_eq!(
-        limited,
-        json!({"queue": "jobs", "state": "completed", "graceMs": 0, "removed": 2})
+        (&limited["queue"], &limited["state"], &limited["graceMs"]),
+        (&json!("jobs"), &json!("completed"), &json!(0))
     );
     let left = q.counts();
     assert_eq!(left["counts"]["completed"], 1, "{left}");
@@ -505,7 +535,7 @@ async fn clean_and_drain_remove_what_they_say() {
     let drained = q.json(&["drain", q.queue, "--delayed"]);
     assert_eq!(
         drained,
-        json!({"queue": "jobs", "delayed": true, "removed": 1})
+        json!({"queue": "jobs", "delayed": true, "count": 1})
     );
     assert_eq!(q.counts()["counts"]["delayed"], 0);
     q.cleanup().await;
@@ -517,7 +547,9 @@ async fn pause_stops_a_node_worker_and_resume_lets_it_go_on() {
         return;
     }
     let q = Fixture::new("pause");
-    assert_eq!(q.ok(&["pause", q.queue]), "paused queue jobs\n");
+    // A queue that does not exist yet is paused only with --create.
+    q.fails(&["pause", q.queue], 3, "no queue \"jobs\"");
+    assert_eq!(q.ok(&["pause", q.queue, "--create"]), "paused queue jobs\n");
     assert_eq!(q.counts()["paused"], true);
     let ids = q.add(json!([{"name": "held", "data": {}}]));
     // A paused queue gives a worker nothing, however long it waits.
@@ -658,8 +690,9 @@ async fn a_job_a_worker_holds_is_refused_skipped_and_kept_unless_forced() {
         &format!("job {id} is locked by a worker"),
     );
     let all = q.json(&["remove", q.queue, "--all", "--state", "active"]);
-    assert_eq!(all["changed"], 0, "{all}");
-    assert_eq!(all["skipped"], 1, "{all}");
+    assert_eq!(all["count"], 0, "{all}");
+    assert_eq!(all["changed"], json!([]), "{all}");
+    assert_eq!(all["skipped"], json!([id]), "{all}");
     assert_eq!(
         q.ok(&["remove", q.queue, "--all", "--state", "active"]),
         "removed 0 active jobs on queue jobs (1 skipped: moved, removed or locked meanwhile)\n"

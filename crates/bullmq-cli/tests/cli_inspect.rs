@@ -260,8 +260,12 @@ async fn queues_lists_a_node_queue_and_ours_with_counts() {
         return;
     }
     let prefix = unique_prefix("queues");
+    // The server's facts come first, then the queues (none yet).
     let empty = text_of(&bullmq(&prefix, &["queues"]));
-    assert_eq!(empty, format!("no queues under prefix {prefix:?}\n"));
+    let (facts, rest) = empty.split_once('\n').unwrap();
+    assert!(facts.starts_with("Redis "), "{empty}");
+    assert!(facts.contains(" ops/s at "), "{empty}");
+    assert_eq!(rest, format!("no queues under prefix {prefix:?}\n"));
     node_add(
         &prefix,
         "from-node",
@@ -279,6 +283,11 @@ async fn queues_lists_a_node_queue_and_ours_with_counts() {
 
     let value = json_of(&bullmq(&prefix, &["--json", "queues"]));
     assert_eq!(value["prefix"], prefix.as_str());
+    assert!(value["server"]["version"].is_string(), "{value}");
+    assert!(
+        value["server"]["connectedClients"].as_u64().unwrap() >= 1,
+        "{value}"
+    );
     let queues = value["queues"].as_array().expect("queues");
     assert_eq!(queues.len(), 2, "{value}");
     let node_q = &queues[0];
@@ -293,7 +302,7 @@ async fn queues_lists_a_node_queue_and_ours_with_counts() {
     assert_eq!(rust_q["paused"], false, "{value}");
 
     let text = text_of(&bullmq(&prefix, &["queues"]));
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text.lines().skip(1).collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(
         lines[0].starts_with("QUEUE      PAUSED  WORKERS  WAITING"),
@@ -316,7 +325,10 @@ async fn limits_are_set_shown_read_by_node_and_removed() {
         return;
     }
     let prefix = unique_prefix("limits");
-    let shown = json_of(&bullmq(&prefix, &["--json", "limits", "jobs"]));
+    // Showing the limits of a queue that does not exist is "not found"; --create makes it.
+    let missing = bullmq(&prefix, &["--json", "limits", "jobs"]);
+    assert_eq!(missing.status.code(), Some(3));
+    let shown = json_of(&bullmq(&prefix, &["--json", "limits", "jobs", "--create"]));
     assert_eq!(shown["concurrency"], Value::Null);
     assert_eq!(shown["rateLimit"], Value::Null);
 
@@ -389,9 +401,6 @@ async fn metrics_recorded_by_a_node_worker() {
         return;
     }
     let prefix = unique_prefix("metrics");
-    let before = text_of(&bullmq(&prefix, &["metrics", "busy"]));
-    assert!(before.contains("no metrics recorded"), "{before}");
-
     node_add(
         &prefix,
         "busy",
@@ -403,6 +412,8 @@ async fn metrics_recorded_by_a_node_worker() {
             {"name": "bad", "data": {"fail": true}, "opts": {}},
         ]),
     );
+    let before = text_of(&bullmq(&prefix, &["metrics", "busy"]));
+    assert!(before.contains("no metrics recorded"), "{before}");
     node_work(
         &prefix,
         "busy",
@@ -454,14 +465,14 @@ async fn workers_lists_a_running_node_worker_by_name() {
         return;
     }
     let prefix = unique_prefix("workers");
-    let none = text_of(&bullmq(&prefix, &["workers", "live"]));
-    assert_eq!(none, "no workers connected to queue live\n");
     // A job for later makes the queue's keys (a worker alone writes none), so `queues` finds it.
     node_add(
         &prefix,
         "live",
         json!([{"name": "later", "data": {}, "opts": {"delay": 600000}}]),
     );
+    let none = text_of(&bullmq(&prefix, &["workers", "live"]));
+    assert_eq!(none, "no workers connected to queue live\n");
     let worker = spawn_node(
         "run_worker.js",
         &json!({"queue": "live", "prefix": prefix, "name": "node-inspect-1", "stopAfter": 1, "timeoutMs": 60_000}),

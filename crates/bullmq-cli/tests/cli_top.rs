@@ -180,10 +180,14 @@ impl InPty {
     }
 
     fn start_on(redis_url: &str, prefix: &str) -> Self {
+        Self::start_sized(redis_url, prefix, 24, 80)
+    }
+
+    fn start_sized(redis_url: &str, prefix: &str, rows: u16, cols: u16) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
-                rows: 24,
-                cols: 80,
+                rows,
+                cols,
                 pixel_width: 0,
                 pixel_height: 0,
             })
@@ -233,6 +237,35 @@ impl InPty {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Sends `signal` (`TERM`, `HUP`, `INT`) to the child, by its pid, with `kill`.
+    fn signal(&self, signal: &str) {
+        let pid = self.child.process_id().expect("the child has a pid");
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal} {pid}");
+    }
+
+    /// Closes the terminal's input (the writer sends the terminal's EOF as it closes).
+    fn close_input(&mut self) {
+        self.keys = Box::new(std::io::sink());
+    }
+
+    /// Asserts the view ended by leaving the alternate screen it entered.
+    fn assert_restored(&self) {
+        // Let the reader take the last bytes the child wrote before it exited.
+        std::thread::sleep(Duration::from_millis(200));
+        let output = self.output();
+        let entered = output
+            .rfind(ENTER_ALTERNATE_SCREEN)
+            .expect("the view uses the alternate screen");
+        assert!(
+            output[entered..].contains(LEAVE_ALTERNATE_SCREEN),
+            "the alternate screen was left: {output:?}"
+        );
     }
 
     fn press(&mut self, key: &str) {
@@ -433,4 +466,101 @@ async fn in_a_terminal_redis_going_away_is_shown_and_q_still_quits() {
         output[entered..].contains(LEAVE_ALTERNATE_SCREEN),
         "{output:?}"
     );
+}
+
+#[tokio::test]
+async fn in_a_terminal_sigterm_sighup_and_sigint_restore_the_terminal() {
+    let prefix = unique_prefix("signals");
+    let queue = open(&prefix, "pty-signals").await;
+    queue.add("welcome", json!({})).send().await.unwrap();
+    for signal in ["TERM", "HUP", "INT"] {
+        let mut top = InPty::start(&prefix);
+        top.wait_for("pty-signals");
+        top.signal(signal);
+        let status = top.wait_exit();
+        assert!(
+            status.success(),
+            "SIG{signal}: exit {status:?}: {:?}",
+            top.output()
+        );
+        top.assert_restored();
+    }
+    queue.close().await.unwrap();
+    delete_under(&prefix).await;
+}
+
+#[tokio::test]
+async fn in_a_terminal_closing_the_input_ends_the_view() {
+    let prefix = unique_prefix("eof");
+    let queue = open(&prefix, "pty-eof").await;
+    queue.add("welcome", json!({})).send().await.unwrap();
+    let mut top = InPty::start(&prefix);
+    top.wait_for("pty-eof");
+    top.close_input();
+    let status = top.wait_exit();
+    assert!(status.success(), "exit {status:?}: {:?}", top.output());
+    top.assert_restored();
+    queue.close().await.unwrap();
+    delete_under(&prefix).await;
+}
+
+#[tokio::test]
+async fn in_a_terminal_too_small_it_says_why_and_q_quits() {
+    let prefix = unique_prefix("small");
+    let queue = open(&prefix, "pty-small").await;
+    queue.add("welcome", json!({})).send().await.unwrap();
+    let mut top = InPty::start_sized(&redis_url(), &prefix, 10, 40);
+    // Wrapped over the 40 columns, and drawn word by word (the cursor jumps over blanks).
+    for word in ["terminal", "small", "(40x10):", "60x14;", "--once`"] {
+        top.wait_for(word);
+    }
+    assert!(!top.output().contains("pty-small"), "{:?}", top.output());
+    top.press("q");
+    assert!(top.wait_exit().success(), "{:?}", top.output());
+    top.assert_restored();
+    queue.close().await.unwrap();
+    delete_under(&prefix).await;
+}
+
+#[tokio::test]
+async fn once_prints_one_snapshot_with_the_server_facts() {
+    let prefix = unique_prefix("once");
+    let queue = open(&prefix, "snap").await;
+    queue.add("welcome", json!({})).send().await.unwrap();
+
+    let output = bullmq(&["--prefix", &prefix, "top", "--once"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let shown = text(&output.stdout);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(
+        lines.len(),
+        3,
+        "a heading, the header and one queue: {shown}"
+    );
+    assert!(
+        lines[0].contains("Redis 7") || lines[0].contains("Redis "),
+        "{shown}"
+    );
+    assert!(lines[0].contains(" clients, "), "{shown}");
+    assert!(lines[2].starts_with("snap "), "{shown}");
+
+    let output = bullmq(&["--prefix", &prefix, "--json", "top", "--once"]);
+    assert!(output.status.success());
+    let docs: Vec<Value> = text(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 1);
+    let server = &docs[0]["server"];
+    assert!(server["version"].is_string(), "{server}");
+    assert!(
+        server["connectedClients"].as_u64().unwrap() >= 1,
+        "{server}"
+    );
+    assert!(server["usedMemoryBytes"].as_u64().unwrap() > 0, "{server}");
+    assert!(server["opsPerSec"].is_u64(), "{server}");
+    assert_eq!(docs[0]["queues"][0]["counts"]["waiting"], 1);
+
+    queue.close().await.unwrap();
+    delete_under(&prefix).await;
 }

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use bullmq_redis::fred::prelude::{ClientLike, KeysInterface};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn redis_url() -> String {
     match std::env::var("REDIS_URL") {
@@ -115,10 +115,16 @@ fn demo_explains_a_missing_redis_server() {
         &format!("redis://127.0.0.1:{}", dead_port()),
         &["--redis-server", "/nonexistent/redis-server"],
     );
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("was not found"), "{stderr}");
-    assert!(stderr.contains("--redis-url"), "{stderr}");
+    assert_eq!(output.status.code(), Some(1));
+    // With --json the error is one JSON object on stdout.
+    let error: Value = serde_json::from_slice(&output.stdout).expect("one JSON error object");
+    let message = error["error"].as_str().unwrap();
+    assert!(message.contains("was not found"), "{error}");
+    assert!(message.contains("--redis-url"), "{error}");
+    assert_eq!(
+        (&error["kind"], &error["exit"]),
+        (&json!("failed"), &json!(1))
+    );
 }
 
 #[test]

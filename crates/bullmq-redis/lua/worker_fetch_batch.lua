@@ -3,5 +3,7 @@
 
   KEYS: the worker layout described in includes/worker_common.lua.
   ARGV[1] queue base, ARGV[2] JSON fetch request (fields listed in includes/worker_fetch.lua).
+  Returns the reply of includes/worker_fetch.lua with a 9th part: the meta fields another
+  client wrote that are not numbers BullMQ writes (includes/worker_common.lua wInvalidMeta).
 ]]
-return wFetch(cjson.decode(ARGV[2]))
+return wWithInvalidMeta(wFetch(cjson.decode(ARGV[2])))

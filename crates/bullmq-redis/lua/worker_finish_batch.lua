@@ -15,6 +15,7 @@
     "delay"     value?, stacktrace?, number = delay (ms); flag "k" skips the attempt: to
                 `delayed` (`delayed` event)
     "limit"     number = ttl (ms): back to the front of wait, queue rate-limited for ttl ms
+                (0: the limiter is left as it is, as Node's plain RateLimitError)
   flags holds "v" when value is given, "s" when stacktrace is given, plus "l" / "k" above and
   "n" when the worker knows the job has no parent (no flow bookkeeping to look up), "e" when it
   knows the job has no `deid` (no deduplication to release, see includes/worker_dedup.lua).
@@ -30,7 +31,10 @@
     the job's hash is corrupted, and it was failed with that string as failedReason instead
   (see worker_common.lua: no item raises once anything was written).
   and fetched the reply of includes/worker_fetch.lua ({ {}, 0, 0, 0, {} } when no fetch was
-  asked).
+  asked). When an item was "limit", fetched's rateLimitTtl is at least the limiter's PTTL
+  after the items (Node's moveJobFromActiveToWait returns it): the worker waits that long.
+  fetched always has 9 parts, the 9th listing meta fields another client wrote that are not
+  numbers BullMQ writes (includes/worker_common.lua wInvalidMeta).
 ]]
 local req = cjson.decode(ARGV[2])
 local now = tonumber(req.now)
@@ -39,6 +43,7 @@ local nowText = string.format("%d", now)
 local metricsMax = tonumber(req.metricsMax) or 0
 local codes = {}
 local finishedAny = false
+local limitedAny = false
 -- Finished jobs to count into the metrics after the items.
 local completedCount, failedCount = 0, 0
 
@@ -240,7 +245,11 @@ local function finish(at, spec)
   else
     -- "limit": same effect as a Node worker's rateLimit(ttl): the limiter counter is
     -- saturated for ttl.
-    rcall("SET", K.limiter, 9007199254740991, "PX", math.max(spec.number or 1, 1))
+    -- A ttl of 0 leaves the limiter as it is (Queue.rateLimit or another worker set it).
+    limitedAny = true
+    if (spec.number or 0) >= 1 then
+      rcall("SET", K.limiter, 9007199254740991, "PX", math.floor(spec.number))
+    end
     local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
     if priority > 0 then
       -- Counter 0 puts it ahead of every job of the same priority.
@@ -293,6 +302,10 @@ if req.fetch ~= nil and req.fetch ~= cjson.null and tonumber(req.fetch.count) > 
   fetched = wFetch(req.fetch)
   looked = true
 end
+if limitedAny then
+  local pttl = rcall("PTTL", K.limiter)
+  if pttl > (tonumber(fetched[2]) or 0) then fetched[2] = pttl end
+end
 
 -- `drained`: a job finished and nothing is left to run (none fetched, none waiting or active,
 -- nothing delayed or rate-limited when we looked).
@@ -303,4 +316,4 @@ if finishedAny and #fetched[1] == 0
   emit("drained")
 end
 
-return { codes, fetched }
+return { codes, wWithInvalidMeta(fetched) }

@@ -76,7 +76,7 @@ pub use jobs::{
 pub use maintenance::maintenance_children_dedup_and_counts;
 pub use modes::{
     deduplication_extend, deduplication_modes, flow_children_block_parent_completion,
-    retention_by_age, retry_placement,
+    flow_failed_child_refuses_parent_completion, retention_by_age, retry_placement,
 };
 pub use queue_control::{queue_control_keys_and_counts, queue_control_limits_gate_fetches};
 pub use schedulers::{
@@ -118,6 +118,7 @@ macro_rules! conformance_tests {
             retry_placement,
             retention_by_age,
             flow_children_block_parent_completion,
+            flow_failed_child_refuses_parent_completion,
             flow_add_places_parents_and_children,
             flow_add_attaches_existing_children,
             flow_add_refusals_write_nothing,

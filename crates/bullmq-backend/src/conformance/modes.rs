@@ -212,3 +212,35 @@ pub async fn flow_children_block_parent_completion(backend: Arc<dyn Backend>, qu
     assert_eq!(c.state(&parent).await, JobState::Completed);
     c.close().await;
 }
+
+/// A parent completed while a child of it failed for good under `failParentOnFailure`
+/// (Node's `-9`): the completion is refused with [`FinishCode::FailedChildren`], nothing
+/// written, the parent still active.
+pub async fn flow_failed_child_refuses_parent_completion(backend: Arc<dyn Backend>, queue: &str) {
+    let c = Ctx::new(backend, queue).await;
+    let parent = c.add("parent", "{}").await;
+    // Node keeps the policy in the child's `parent` field too.
+    let parent_json = format!(
+        r#"{{"id":"{parent}","queueKey":"{}","fpof":true}}"#,
+        c.keys.qualified_name()
+    );
+    let child = NewJob::new("child", "{}", r#"{"fpof":true}"#, crate::now_ms())
+        .with_parent(ParentLink::new(c.keys.job(&parent), parent_json));
+    c.add_job(child).await;
+    let parent_job = c.fetch_one().await;
+    assert_eq!(parent_job.id, parent);
+    let child_job = c.fetch_one().await;
+    let fail = FinishAction::Fail {
+        reason: "boom".into(),
+        stacktrace: None,
+        attempts: 1,
+        keep: Retention::KEEP_ALL,
+    };
+    assert_eq!(c.finish(&child_job, fail).await, FinishCode::Ok);
+    assert_eq!(
+        c.complete(&parent_job, Retention::KEEP_ALL).await,
+        FinishCode::FailedChildren
+    );
+    assert_eq!(c.state(&parent).await, JobState::Active, "nothing written");
+    c.close().await;
+}

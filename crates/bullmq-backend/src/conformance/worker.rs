@@ -505,7 +505,7 @@ pub async fn rate_limits(backend: Arc<dyn Backend>, queue: &str) {
     );
     c.close().await;
 
-    let c = Ctx::new(backend, &format!("{queue}-ttl")).await;
+    let c = Ctx::new(backend.clone(), &format!("{queue}-ttl")).await;
     let id = c.add("a", "{}").await;
     let mut limited = c.request(1, LONG_LOCK);
     limited.limiter = Some((10, Duration::from_secs(1)));
@@ -527,6 +527,31 @@ pub async fn rate_limits(backend: Arc<dyn Backend>, queue: &str) {
     sleep_ms(900).await;
     let job = c.fetch_with(&limited).await;
     assert_eq!(job.jobs.len(), 1, "the limiter opened again: {job:?}");
+    c.close().await;
+
+    // A zero ttl (Node's plain RateLimitError after `Queue.rateLimit`) leaves the limiter as
+    // it is, and the finish reports its remaining time, fetching nothing.
+    let c = Ctx::new(backend, &format!("{queue}-zero")).await;
+    let id = c.add("a", "{}").await;
+    let job = c.fetch_one().await;
+    c.queue.set_rate_limit(20_000).await.unwrap();
+    let finish = Finish {
+        job_id: job.id.clone(),
+        token: job.token.clone(),
+        action: FinishAction::RateLimit {
+            ttl: Duration::ZERO,
+        },
+        receipt: job.receipt,
+    };
+    let reply = c.worker.finish_batch(&[finish], None).await.unwrap();
+    assert_eq!(reply.codes, [FinishCode::Ok]);
+    assert!(reply.fetched.jobs.is_empty(), "{reply:?}");
+    let left = reply.fetched.rate_limited_for;
+    assert!(
+        left > Duration::from_secs(15) && left <= Duration::from_secs(20),
+        "the queue's limit is kept and reported: {left:?}"
+    );
+    assert_eq!(c.state(&id).await, JobState::Waiting, "back to wait");
     c.close().await;
 }
 

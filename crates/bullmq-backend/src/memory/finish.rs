@@ -4,10 +4,12 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use super::add::{decode_opts, opt_number, opt_true, register_dependency};
 use super::fetch::fetch;
 use super::flow::{child_completed, child_failed, parent_of, ParentOf};
+use super::queue_control::limiter_pttl;
 use super::queue_state::{Expiring, JobHash, MetricsStore, QueueState};
 use super::Queues;
 use crate::worker::{
@@ -67,6 +69,17 @@ pub(crate) fn finish_batch(
     {
         reply.fetched = fetch(q, request, now, token_seq);
         looked = true;
+    }
+    if finishes
+        .iter()
+        .any(|f| matches!(f.action, FinishAction::RateLimit { .. }))
+    {
+        // As the Redis script: the worker waits for the limiter's remaining time.
+        let pttl = u64::try_from(limiter_pttl(q, now)).unwrap_or(0);
+        let pttl = Duration::from_millis(pttl);
+        if pttl > reply.fetched.rate_limited_for {
+            reply.fetched.rate_limited_for = pttl;
+        }
     }
     let f: &Fetched = &reply.fetched;
     let quiet =
@@ -224,12 +237,15 @@ fn finish_one(
             Outcome::Code(FinishCode::Ok)
         }
         FinishAction::RateLimit { ttl } => {
-            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            // As a Node worker's rateLimit(ttl): the limiter is saturated for ttl.
-            q.limiter = Some(Expiring {
-                value: 9_007_199_254_740_991,
-                expires_at: Some(now.saturating_add(ttl_ms)),
-            });
+            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+            // As a Node worker's rateLimit(ttl): the limiter is saturated for ttl; a ttl of 0
+            // leaves it as it is (Node's plain RateLimitError).
+            if ttl_ms > 0 {
+                q.limiter = Some(Expiring {
+                    value: 9_007_199_254_740_991,
+                    expires_at: Some(now.saturating_add(ttl_ms)),
+                });
+            }
             q.back_to_wait_from_active(id, now);
             Outcome::Code(FinishCode::Ok)
         }

@@ -13,7 +13,7 @@ use crate::queue_control::{
 };
 
 /// `PTTL limiter`: remaining ms, -2 when missing (or expired), -1 without expiry.
-fn limiter_pttl(q: &mut QueueState, now: u64) -> i64 {
+pub(super) fn limiter_pttl(q: &mut QueueState, now: u64) -> i64 {
     match &q.limiter {
         Some(l) if !l.live(now) => {
             q.limiter = None;

@@ -123,7 +123,7 @@ impl AddArgs {
 pub(crate) async fn run(ctx: &Context, args: AddArgs) -> Result<()> {
     let data = args.data()?;
     let opts = args.options()?;
-    let queue = super::open_queue(ctx, &args.queue, false).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Create).await?;
     let job = queue
         .add(args.name.as_str(), &data)
         .opts(opts)

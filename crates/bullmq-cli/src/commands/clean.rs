@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
 use clap::Args;
+use ractor_bullmq::Queue;
 use serde_json::json;
 
 use super::Context;
@@ -35,37 +36,19 @@ pub(crate) struct CleanArgs {
 
 /// Runs `bullmq clean`.
 pub(crate) async fn run(ctx: &Context, args: CleanArgs) -> Result<()> {
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let grace = Duration::from_millis(args.grace);
-    let mut removed: u64 = 0;
-    loop {
-        let want = match args.limit {
-            0 => BATCH,
-            limit => BATCH.min(limit - removed),
-        };
-        let ids = queue
-            .clean(
-                ractor_bullmq::CleanOptions::new(grace)
-                    .limit(want)
-                    .state(args.state),
-            )
-            .await
-            .with_context(|| {
-                format!("cleaning the {} jobs of queue {:?}", args.state, args.queue)
-            })?;
-        removed += ids.len() as u64;
-        let limit_reached = args.limit != 0 && removed >= args.limit;
-        if (ids.len() as u64) < want || limit_reached {
-            break;
-        }
-    }
+    let outcome = clean_all(&queue, &args, grace).await;
     queue.close().await?;
+    let removed_ids = outcome?;
+    let removed = removed_ids.len() as u64;
     if ctx.json {
         print_json(&json!({
             "queue": args.queue,
             "state": args.state.as_str(),
             "graceMs": args.grace,
-            "removed": removed,
+            "removed": removed_ids,
+            "count": removed,
         }));
     } else {
         let paint = Paint::stdout();
@@ -79,4 +62,32 @@ pub(crate) async fn run(ctx: &Context, args: CleanArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Cleans in batches of at most [`BATCH`] until fewer come back or `--limit` is reached; the
+/// ids removed (Node's `clean` returns them too). The one place that calls `Queue::clean`.
+async fn clean_all(queue: &Queue, args: &CleanArgs, grace: Duration) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    loop {
+        let want = match args.limit {
+            0 => BATCH,
+            limit => BATCH.min(limit - removed.len() as u64),
+        };
+        let ids = queue
+            .clean(
+                ractor_bullmq::CleanOptions::new(grace)
+                    .limit(want)
+                    .state(args.state),
+            )
+            .await
+            .with_context(|| {
+                format!("cleaning the {} jobs of queue {:?}", args.state, args.queue)
+            })?;
+        let got = ids.len() as u64;
+        removed.extend(ids);
+        let limit_reached = args.limit != 0 && removed.len() as u64 >= args.limit;
+        if got < want || limit_reached {
+            return Ok(removed);
+        }
+    }
 }

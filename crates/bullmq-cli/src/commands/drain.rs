@@ -20,14 +20,15 @@ pub(crate) struct DrainArgs {
 
 /// Runs `bullmq drain`.
 pub(crate) async fn run(ctx: &Context, args: DrainArgs) -> Result<()> {
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let removed = queue
         .drain(args.delayed)
         .await
         .with_context(|| format!("draining queue {:?}", args.queue))?;
     queue.close().await?;
     if ctx.json {
-        print_json(&json!({"queue": args.queue, "delayed": args.delayed, "removed": removed}));
+        // `count` as every command that counts what it changed (the drain script gives no ids).
+        print_json(&json!({"queue": args.queue, "delayed": args.delayed, "count": removed}));
     } else {
         let paint = Paint::stdout();
         let which = if args.delayed {

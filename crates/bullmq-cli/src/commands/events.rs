@@ -49,6 +49,7 @@ pub(crate) struct EventsArgs {
 /// Runs `bullmq events`.
 pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
     let config = super::connection_config(ctx)?;
+    super::ensure_queue_exists(ctx, &args.queue).await?;
     if args.no_follow {
         return replay(ctx, &args, config).await;
     }

@@ -36,7 +36,7 @@ struct JobReport {
 /// Runs `bullmq job`.
 pub(crate) async fn run(ctx: &Context, args: JobArgs) -> Result<()> {
     // Reading must not create anything, so the queue's `meta` is left alone.
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let id = args.id.as_str();
     let Some(job) = queue
         .get_job(id)

@@ -19,8 +19,11 @@ pub(crate) struct JobsArgs {
     queue: String,
     /// Which jobs to list: completed and failed newest first, the others in the order they
     /// will run (as Node's getters).
-    #[arg(long, value_enum)]
-    state: StateArg,
+    #[arg(long, value_enum, required_unless_present = "latest")]
+    state: Option<StateArg>,
+    /// The newest jobs whatever their state (bull-board's "latest"), newest added first.
+    #[arg(long, conflicts_with_all = ["state", "name"])]
+    latest: bool,
     /// At most this many jobs.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     limit: u64,
@@ -79,9 +82,13 @@ const NAME_SCAN_CHUNK: u64 = 500;
 
 /// Runs `bullmq jobs`.
 pub(crate) async fn run(ctx: &Context, args: JobsArgs) -> Result<()> {
-    let state = args.state.state();
     // Reading must not create anything, so the queue's `meta` is left alone.
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
+    let Some(state) = args.state.map(StateArg::state) else {
+        let outcome = super::jobs_latest::run(ctx, &queue, args.offset, args.limit).await;
+        queue.close().await?;
+        return outcome;
+    };
     let total = queue
         .get_job_counts_of(&[state])
         .await

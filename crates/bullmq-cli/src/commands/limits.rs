@@ -36,6 +36,10 @@ pub(crate) struct LimitsArgs {
     /// Remove the global rate limit.
     #[arg(long)]
     remove_rate_limit: bool,
+    /// Make the queue when it does not exist yet (otherwise a missing queue is an error,
+    /// exit 3, so a typo never creates one).
+    #[arg(long)]
+    create: bool,
 }
 
 impl LimitsArgs {
@@ -79,7 +83,12 @@ struct Limits {
 /// Runs `bullmq limits`.
 pub(crate) async fn run(ctx: &Context, args: LimitsArgs) -> Result<()> {
     // Showing must not create anything; a change opens the queue as Node's Queue does.
-    let queue = super::open_queue(ctx, &args.queue, !args.changes_anything()).await?;
+    let access = match (args.create, args.changes_anything()) {
+        (true, _) => super::Access::Create,
+        (false, true) => super::Access::ExistingWritingMeta,
+        (false, false) => super::Access::Existing,
+    };
+    let queue = super::open_queue(ctx, &args.queue, access).await?;
     if let Some(n) = args.concurrency {
         queue
             .set_global_concurrency(n)

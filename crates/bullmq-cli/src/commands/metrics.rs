@@ -38,7 +38,7 @@ struct Series {
 /// Runs `bullmq metrics`.
 pub(crate) async fn run(ctx: &Context, args: MetricsArgs) -> Result<()> {
     // Reading must not create anything, so the queue's `meta` is left alone.
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let now = now_ms();
     let last_index = i64::try_from(args.minutes).unwrap_or(i64::MAX) - 1;
     let mut series = Vec::new();

@@ -7,22 +7,30 @@ pub(crate) mod clean;
 pub(crate) mod demo;
 pub(crate) mod drain;
 pub(crate) mod events;
+pub(crate) mod flow;
 pub(crate) mod job;
 pub(crate) mod jobs;
+pub(crate) mod jobs_latest;
 pub(crate) mod limits;
 pub(crate) mod metrics;
 pub(crate) mod obliterate;
 pub(crate) mod pause;
+pub(crate) mod pausing;
 pub(crate) mod per_job;
 pub(crate) mod promote;
+pub(crate) mod queue_lookup;
 pub(crate) mod queues;
 pub(crate) mod remove;
+pub(crate) mod remove_unprocessed_children;
 pub(crate) mod resume;
 pub(crate) mod retry;
 pub(crate) mod scheduler;
 pub(crate) mod schedulers;
+pub(crate) mod server_facts;
+pub(crate) mod sibling_queues;
 pub(crate) mod stats;
 pub(crate) mod top;
+pub(crate) mod update_data;
 
 /// What every command gets from the global options.
 #[derive(Debug, Clone)]
@@ -41,17 +49,69 @@ use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
 use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
 
-/// Opens `name` on the configured Redis and prefix. `read_only` skips writing the queue's
-/// `meta` (which a Node `Queue` writes when it opens), so inspecting never creates keys.
-pub(crate) async fn open_queue(ctx: &Context, name: &str, read_only: bool) -> Result<Queue> {
+/// How a command opens its queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// The queue must exist (exit 3 naming close names otherwise); its `meta` is left alone,
+    /// so reading never creates keys.
+    Existing,
+    /// The queue must exist; opening writes its `meta` as a Node `Queue` does (a change to
+    /// an existing queue).
+    ExistingWritingMeta,
+    /// Made if missing: `meta` is written (`add`, `scheduler upsert`, `--create`).
+    Create,
+}
+
+/// Opens `name` on the configured Redis and prefix, as `access` says (see
+/// [`queue_lookup`] for what "exists" means).
+pub(crate) async fn open_queue(ctx: &Context, name: &str, access: Access) -> Result<Queue> {
     let config = connection_config(ctx)?;
     let target = config.target();
     let options = QueueOptions::new(config)
         .prefix(ctx.prefix.clone())
-        .skip_meta_update(read_only);
-    Queue::new(name, options)
+        .skip_meta_update(access != Access::Create);
+    let queue = Queue::new(name, options.clone())
         .await
-        .with_context(|| format!("cannot open queue {name:?} on Redis at {target}"))
+        .with_context(|| format!("cannot open queue {name:?} on Redis at {target}"))?;
+    if access == Access::Create {
+        return Ok(queue);
+    }
+    let checked = match queue.redis_client() {
+        Some(client) => queue_lookup::ensure_exists(client, queue.keys()).await,
+        None => Ok(()),
+    };
+    if let Err(error) = checked {
+        let _ = queue.close().await;
+        return Err(error);
+    }
+    if access == Access::ExistingWritingMeta {
+        if let Some(client) = queue.redis_client() {
+            let written = Queue::with_client(name, client.clone(), options.skip_meta_update(false))
+                .await
+                .with_context(|| format!("writing the meta of queue {name:?}"));
+            if let Err(error) = written {
+                let _ = queue.close().await;
+                return Err(error);
+            }
+        }
+    }
+    Ok(queue)
+}
+
+/// Fails with the "no queue" error (exit 3) unless `name` exists, on a connection of its own
+/// (for the commands that do not open a [`Queue`]: `events`).
+pub(crate) async fn ensure_queue_exists(ctx: &Context, name: &str) -> Result<()> {
+    use bullmq_redis::fred::prelude::ClientLike as _;
+    let config = connection_config(ctx)?;
+    let target = config.target();
+    let client = config
+        .connect(None)
+        .await
+        .with_context(|| format!("cannot connect to Redis at {target}"))?;
+    let keys = bullmq_protocol::keys::QueueKeys::new(ctx.prefix.clone(), name);
+    let outcome = queue_lookup::ensure_exists(&client, &keys).await;
+    let _ = client.quit().await;
+    outcome
 }
 
 /// Parses a `--state` value: Node's state names (`wait` for `waiting` too); `unknown`, which
@@ -72,8 +132,13 @@ pub(crate) fn parse_state(text: &str) -> Result<JobState, String> {
 ///
 /// A bad URL, quoted without its password.
 pub(crate) fn connection_config(ctx: &Context) -> Result<ConnectionConfig> {
-    ConnectionConfig::from_url(&ctx.redis_url)
-        .with_context(|| format!("bad --redis-url {}", redact_password(&ctx.redis_url)))
+    // A malformed URL is a usage error (exit 2), said in one sentence.
+    ConnectionConfig::from_url(&ctx.redis_url).map_err(|error| {
+        crate::exit::Exit::usage(format!(
+            "bad --redis-url {}: {error} (`bullmq help connection` shows the accepted forms)",
+            redact_password(&ctx.redis_url)
+        ))
+    })
 }
 
 /// `url` with the password of its `user:password@` part, and the value of a

@@ -31,10 +31,14 @@ pub(crate) struct ObliterateArgs {
 
 /// Runs `bullmq obliterate`.
 pub(crate) async fn run(ctx: &Context, args: ObliterateArgs) -> Result<()> {
+    // A mistyped name is "no such queue" (exit 3) before anything is asked.
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     if !args.yes {
-        confirm(&ctx.prefix, &args.queue).await?;
+        if let Err(error) = confirm(&ctx.prefix, &args.queue).await {
+            queue.close().await?;
+            return Err(error);
+        }
     }
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
     let outcome = queue.obliterate(args.force).await;
     queue.close().await?;
     match outcome {

@@ -137,7 +137,7 @@ impl JobOp {
 pub(crate) async fn run(ctx: &Context, queue_name: &str, target: Target, op: JobOp) -> Result<()> {
     // The operations write what they need; opening must not create a `meta` for a mistyped
     // queue name.
-    let queue = super::open_queue(ctx, queue_name, true).await?;
+    let queue = super::open_queue(ctx, queue_name, super::Access::Existing).await?;
     let outcome = if target.all {
         run_all(ctx, &queue, &op).await
     } else {
@@ -157,25 +157,27 @@ async fn run_all(ctx: &Context, queue: &Queue, op: &JobOp) -> Result<()> {
     for state in &states {
         ids.extend(ids_in(queue, *state).await?);
     }
-    let (mut changed, mut skipped) = (0_u64, 0_u64);
+    let (mut changed, mut skipped) = (Vec::new(), Vec::new());
     for id in &ids {
         // A failure part way says how far it got: the jobs before it stay changed.
         let outcome = op
             .apply(queue, id)
             .await
-            .with_context(|| stopped_after(op, changed))?;
+            .with_context(|| stopped_after(op, changed.len() as u64))?;
         match outcome {
-            Outcome::Changed => changed += 1,
-            Outcome::NotFound | Outcome::Refused(_) => skipped += 1,
+            Outcome::Changed => changed.push(id.as_str()),
+            Outcome::NotFound | Outcome::Refused(_) => skipped.push(id.as_str()),
         }
     }
     let state_names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
     if ctx.json {
+        // The same shape as with ids: `changed` lists the ids, `count` counts them.
         print_json(&json!({
             "queue": queue.name(),
             "operation": op.name(),
             "states": state_names,
             "changed": changed,
+            "count": changed.len(),
             "skipped": skipped,
         }));
     } else {
@@ -186,8 +188,8 @@ async fn run_all(ctx: &Context, queue: &Queue, op: &JobOp) -> Result<()> {
                 op,
                 queue.name(),
                 &state_names,
-                changed,
-                skipped
+                changed.len() as u64,
+                skipped.len() as u64
             )
         );
     }
@@ -262,17 +264,21 @@ async fn run_ids(ctx: &Context, queue: &Queue, ids: &[String], op: &JobOp) -> Re
         })?;
         results.push((id.clone(), outcome));
     }
-    if ctx.json {
-        print_json(&ids_json(queue.name(), op, &results));
-    } else {
-        println!(
-            "{}",
-            ids_summary(Paint::stdout(), op, queue.name(), &results)
-        );
-    }
-    match failure(queue.name(), &results) {
-        Some(error) => Err(error),
-        None => Ok(()),
+    let report = ids_json(queue.name(), op, &results);
+    match failure(queue.name(), &results, report) {
+        // With --json the report travels in the error: one object either way.
+        Some(error) if ctx.json => Err(error),
+        outcome => {
+            if ctx.json {
+                print_json(&ids_json(queue.name(), op, &results));
+            } else {
+                println!(
+                    "{}",
+                    ids_summary(Paint::stdout(), op, queue.name(), &results)
+                );
+            }
+            outcome.map_or(Ok(()), Err)
+        }
     }
 }
 
@@ -301,10 +307,12 @@ fn ids_json(queue: &str, op: &JobOp, results: &[(String, Outcome)]) -> Value {
             _ => None,
         })
         .collect();
+    let changed = pick(|o| *o == Outcome::Changed);
     json!({
         "queue": queue,
         "operation": op.name(),
-        "changed": pick(|o| *o == Outcome::Changed),
+        "count": changed.len(),
+        "changed": changed,
         "notFound": pick(|o| *o == Outcome::NotFound),
         "refused": refused,
     })
@@ -332,7 +340,7 @@ fn ids_summary(paint: Paint, op: &JobOp, queue: &str, results: &[(String, Outcom
 
 /// The error for the ids that failed, with the exit status of the first of them; `None` when
 /// every id was changed.
-fn failure(queue: &str, results: &[(String, Outcome)]) -> Option<anyhow::Error> {
+fn failure(queue: &str, results: &[(String, Outcome)], report: Value) -> Option<anyhow::Error> {
     let mut messages = Vec::new();
     // Whether the first failure is a "not found" (exit 3) rather than a refusal (exit 4).
     let mut first_not_found = None;
@@ -351,11 +359,12 @@ fn failure(queue: &str, results: &[(String, Outcome)]) -> Option<anyhow::Error> 
     }
     let message = messages.join("; ");
     first_not_found.map(|not_found| {
-        if not_found {
-            Exit::not_found(message)
+        let code = if not_found {
+            crate::exit::NOT_FOUND
         } else {
-            Exit::refused(message)
-        }
+            crate::exit::REFUSED
+        };
+        Exit::with_report(code, message, Some(report))
     })
 }
 
@@ -377,7 +386,7 @@ mod tests {
                 Outcome::Refused("job 3 is not failed, it is completed".into()),
             ),
         ];
-        let error = failure("q", &results).unwrap();
+        let error = failure("q", &results, json!({})).unwrap();
         assert_eq!(
             crate::exit::code_of(&error),
             std::process::ExitCode::from(crate::exit::NOT_FOUND)
@@ -387,12 +396,12 @@ mod tests {
             "job 9 does not exist on queue q; job 3 is not failed, it is completed"
         );
         let refused_first = vec![results[2].clone(), results[1].clone()];
-        let error = failure("q", &refused_first).unwrap();
+        let error = failure("q", &refused_first, json!({})).unwrap();
         assert_eq!(
             crate::exit::code_of(&error),
             std::process::ExitCode::from(crate::exit::REFUSED)
         );
-        assert!(failure("q", &results[..1]).is_none());
+        assert!(failure("q", &results[..1], json!({})).is_none());
     }
 
     #[test]
@@ -432,6 +441,7 @@ mod tests {
         assert_eq!(stopped_after(&op, 3), "retried 3 jobs, then stopped");
         let json = ids_json("mail", &op, &results);
         assert_eq!(json["changed"], json!(["1"]));
+        assert_eq!(json["count"], 1);
         assert_eq!(json["notFound"], json!(["2"]));
         assert_eq!(json["refused"], json!([]));
     }

@@ -47,12 +47,30 @@ pub(crate) async fn run(ctx: &Context, _args: QueuesArgs) -> Result<()> {
         .await
         .with_context(|| format!("cannot connect to Redis at {target}"))?;
     let summaries = summarise(ctx, &config, &client).await;
+    // The server's facts are worth the listing, but not its failure (INFO may be renamed).
+    let server = match super::server_facts::read(&client).await {
+        Ok(facts) => Some(facts),
+        Err(error) => {
+            eprintln!(
+                "warning: INFO failed, server facts unknown: {}",
+                crate::output::error_chain(&error)
+            );
+            None
+        }
+    };
     // Close the connection whatever the reads did, then report them.
     let _ = client.quit().await;
     let summaries = summaries?;
     if ctx.json {
-        print_json(&as_json(&ctx.prefix, &summaries));
-    } else if summaries.is_empty() {
+        let mut value = as_json(&ctx.prefix, &summaries);
+        value["server"] = serde_json::to_value(&server)?;
+        print_json(&value);
+        return Ok(());
+    }
+    if let Some(server) = &server {
+        println!("{} at {target}", server.summary());
+    }
+    if summaries.is_empty() {
         println!("no queues under prefix {:?}", ctx.prefix);
     } else {
         print!("{}", as_text(&summaries, Paint::stdout()));

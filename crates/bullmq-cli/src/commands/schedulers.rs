@@ -1,8 +1,14 @@
-//! `bullmq schedulers <queue>`: the job schedulers of a queue, soonest next run first.
+//! `bullmq schedulers <queue>`: the job schedulers of a queue, soonest next run first, each
+//! with its next run: the time and the id of the job waiting for it (`repeat:{id}:{ms}`, as
+//! Node names it) and that job's state.
 
 use anyhow::{Context as _, Result};
+use bullmq_protocol::scheduler::iteration_job_id;
+use bullmq_protocol::state::JobState;
 use clap::Args;
 use ractor_bullmq::scheduler::JobSchedulerRecord;
+use ractor_bullmq::Queue;
+use serde_json::Value;
 
 use super::Context;
 use crate::output::{print_json, table};
@@ -16,7 +22,7 @@ pub(crate) struct SchedulersArgs {
 }
 
 /// Column headers of the table, in order.
-const HEADERS: [&str; 7] = [
+const HEADERS: [&str; 8] = [
     "ID",
     "SCHEDULE",
     "TZ",
@@ -24,26 +30,73 @@ const HEADERS: [&str; 7] = [
     "ITERATIONS",
     "LIMIT",
     "END",
+    "NEXT JOB",
 ];
+
+/// The job of a scheduler's next run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NextJob {
+    /// `repeat:{scheduler}:{next ms}`.
+    id: String,
+    /// Where it is (`unknown`: no such job, e.g. a worker took and removed it meanwhile).
+    state: JobState,
+}
 
 /// Runs `bullmq schedulers`.
 pub(crate) async fn run(ctx: &Context, args: SchedulersArgs) -> Result<()> {
     // Reading must not create anything, so the queue's `meta` is left alone.
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let mut schedulers = queue
         .get_job_schedulers(ractor_bullmq::JobSchedulersRange::new().asc(true))
         .await
         .with_context(|| format!("reading the job schedulers of queue {:?}", args.queue))?;
-    queue.close().await?;
     sort_soonest_first(&mut schedulers);
+    let next_jobs = next_jobs(&queue, &schedulers).await;
+    queue.close().await?;
+    let next_jobs = next_jobs?;
     if ctx.json {
-        print_json(&serde_json::to_value(&schedulers)?);
+        print_json(&as_json(&schedulers, &next_jobs)?);
     } else if schedulers.is_empty() {
         println!("no job schedulers on queue {}", args.queue);
     } else {
-        print!("{}", as_text(&schedulers, now_ms()));
+        print!("{}", as_text(&schedulers, &next_jobs, now_ms()));
     }
     Ok(())
+}
+
+/// The job of each scheduler's next run, with its state.
+async fn next_jobs(
+    queue: &Queue,
+    schedulers: &[JobSchedulerRecord],
+) -> Result<Vec<Option<NextJob>>> {
+    let mut jobs = Vec::with_capacity(schedulers.len());
+    for record in schedulers {
+        let Some(next) = record.next else {
+            jobs.push(None);
+            continue;
+        };
+        let id = iteration_job_id(&record.key, next);
+        let state = queue
+            .get_job_state(&id)
+            .await
+            .with_context(|| format!("reading the state of job {id:?}"))?;
+        jobs.push(Some(NextJob { id, state }));
+    }
+    Ok(jobs)
+}
+
+/// Node's record shape, each with `nextJobId` and `nextJobState` added.
+fn as_json(schedulers: &[JobSchedulerRecord], next_jobs: &[Option<NextJob>]) -> Result<Value> {
+    let mut out = Vec::with_capacity(schedulers.len());
+    for (record, next) in schedulers.iter().zip(next_jobs) {
+        let mut value = serde_json::to_value(record)?;
+        if let (Value::Object(map), Some(next)) = (&mut value, next) {
+            map.insert("nextJobId".into(), Value::from(next.id.clone()));
+            map.insert("nextJobState".into(), Value::from(next.state.as_str()));
+        }
+        out.push(value);
+    }
+    Ok(Value::Array(out))
 }
 
 /// Orders by next run, a scheduler without one last; ties by id. The `repeat` zset is read in
@@ -71,12 +124,13 @@ pub(crate) fn describe_schedule(record: &JobSchedulerRecord) -> String {
 }
 
 /// The aligned table, one scheduler a row.
-fn as_text(schedulers: &[JobSchedulerRecord], now: u64) -> String {
+fn as_text(schedulers: &[JobSchedulerRecord], next_jobs: &[Option<NextJob>], now: u64) -> String {
     let dash = || "-".to_owned();
     let number = |n: Option<u64>| n.map_or_else(dash, |n| n.to_string());
     let rows: Vec<Vec<String>> = schedulers
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
             vec![
                 s.key.clone(),
                 describe_schedule(s),
@@ -86,6 +140,10 @@ fn as_text(schedulers: &[JobSchedulerRecord], now: u64) -> String {
                 number(s.iteration_count),
                 number(s.limit),
                 s.end_date.map_or_else(dash, local_time),
+                next_jobs
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .map_or_else(dash, |job| format!("{} ({})", job.id, job.state)),
             ]
         })
         .collect();
@@ -161,7 +219,15 @@ mod tests {
         sort_soonest_first(&mut schedulers);
         let keys: Vec<&str> = schedulers.iter().map(|s| s.key.as_str()).collect();
         assert_eq!(keys, ["sooner", "later", "none"]);
-        let text = as_text(&schedulers, now);
+        let next_jobs = vec![
+            Some(NextJob {
+                id: format!("repeat:sooner:{}", now - 2_000),
+                state: JobState::Waiting,
+            }),
+            None,
+            None,
+        ];
+        let text = as_text(&schedulers, &next_jobs, now);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");
         assert!(
@@ -176,6 +242,11 @@ mod tests {
             "{text}"
         );
         assert!(lines[3].starts_with("none    every 1s   -    -"), "{text}");
+        assert!(
+            lines[1].ends_with(&format!("repeat:sooner:{} (waiting)", now - 2_000)),
+            "{text}"
+        );
+        assert!(lines[2].ends_with(" -"), "{text}");
         // Every column starts where its header does.
         let at = lines[0].find("ITERATIONS").unwrap();
         assert_eq!(&lines[2][at..at + 1], "3", "{text}");
@@ -197,5 +268,13 @@ mod tests {
             serde_json::to_value(&schedulers).unwrap(),
             json!([{"key": "r", "name": "n", "next": 7, "iterationCount": 2, "every": 500, "offset": 100}])
         );
+        let next = [Some(NextJob {
+            id: "repeat:r:7".into(),
+            state: JobState::Delayed,
+        })];
+        let listed = as_json(&schedulers, &next).unwrap();
+        assert_eq!(listed[0]["nextJobId"], "repeat:r:7");
+        assert_eq!(listed[0]["nextJobState"], "delayed");
+        assert_eq!(listed[0]["every"], 500);
     }
 }

@@ -43,7 +43,7 @@ const STATES: [JobState; 8] = [
 /// Runs `bullmq stats`.
 pub(crate) async fn run(ctx: &Context, args: StatsArgs) -> Result<()> {
     // Reading must not create anything, so the queue's `meta` is left alone.
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let counts = queue.get_job_counts().await.context("reading job counts")?;
     let paused = queue.is_paused().await.context("reading the paused flag")?;
     let workers = list_workers(&queue).await?;

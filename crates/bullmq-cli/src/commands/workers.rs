@@ -20,7 +20,7 @@ pub(crate) struct WorkersArgs {
 
 /// Runs `bullmq workers`.
 pub(crate) async fn run(ctx: &Context, args: WorkersArgs) -> Result<()> {
-    let queue = super::open_queue(ctx, &args.queue, true).await?;
+    let queue = super::open_queue(ctx, &args.queue, super::Access::Existing).await?;
     let workers = list_workers(&queue).await?;
     queue.close().await?;
     if ctx.json {

@@ -36,14 +36,22 @@ pub mod field {
 
 /// The job template of a scheduler: what every iteration is created with.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(into = "long_names::NodeTemplate")]
 #[non_exhaustive]
 pub struct TemplateRecord {
     /// Data of every iteration (`None` when the hash holds no `data`: `{}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
-    /// Options of every iteration (`None` when the hash holds no `opts`).
+    /// Options of every iteration (`None` when the hash holds no `opts`). Serialises with
+    /// Node's long names, as Node's `getJobScheduler` returns them (`Job.optsFromJSON`): `de`
+    /// is `deduplication`, `kl` `keepLogs`, `fpof` / `cpof` / `idof` / `rdof` the parent-failure
+    /// policies, and `tm` / `omc` `telemetry.metadata` / `telemetry.omitContext`; keys come
+    /// in the order the hash stored them, as in Node's object.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opts: Option<JobOptions>,
+    /// The keys of the stored `opts`, in their stored order (empty when not read from a hash).
+    #[serde(skip)]
+    opts_order: Vec<String>,
 }
 
 /// A job scheduler read back (Node's `JobSchedulerJson`): serialises with Node's field names.
@@ -138,14 +146,24 @@ impl JobSchedulerRecord {
                     .map_err(|_| field_error(id, field::DATA, "JSON", raw))?,
             ),
         };
-        let opts =
-            match text(field::OPTS) {
-                None => None,
-                Some(raw) => Some(JobOptions::from_json(&raw).map_err(|_| {
+        let (opts, opts_order) = match text(field::OPTS) {
+            None => (None, Vec::new()),
+            Some(raw) => {
+                let order = match serde_json::from_str::<Value>(&raw) {
+                    Ok(Value::Object(stored)) => stored.keys().cloned().collect(),
+                    _ => Vec::new(),
+                };
+                let opts = JobOptions::from_json(&raw).map_err(|_| {
                     field_error(id, field::OPTS, "a JSON object of job options", raw)
-                })?),
-            };
-        let template = (data.is_some() || opts.is_some()).then_some(TemplateRecord { data, opts });
+                })?;
+                (Some(opts), order)
+            }
+        };
+        let template = (data.is_some() || opts.is_some()).then_some(TemplateRecord {
+            data,
+            opts,
+            opts_order,
+        });
         Ok(Some(Self {
             key: id.to_owned(),
             name: text(field::NAME).unwrap_or_default(),
@@ -160,6 +178,96 @@ impl JobSchedulerRecord {
             offset: number(field::OFFSET)?,
             template,
         }))
+    }
+}
+
+/// Template options with the long names Node's `Job.optsFromJSON` gives the stored short keys.
+mod long_names {
+    use serde::Serialize;
+    use serde_json::{Map, Value};
+
+    use super::TemplateRecord;
+    use crate::options::JobOptions;
+
+    /// A [`TemplateRecord`] as Node's `getJobScheduler` returns its template.
+    #[derive(Serialize)]
+    pub(super) struct NodeTemplate {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        opts: Option<Value>,
+    }
+
+    impl From<TemplateRecord> for NodeTemplate {
+        fn from(template: TemplateRecord) -> Self {
+            Self {
+                data: template.data,
+                opts: template
+                    .opts
+                    .as_ref()
+                    .map(|opts| to_node(opts, &template.opts_order)),
+            }
+        }
+    }
+
+    /// Node's name of the stored key `key` (`tm` and `omc` live under `telemetry`).
+    fn node_name(key: &str) -> &str {
+        match key {
+            "tm" | "omc" => "telemetry",
+            _ => DECODE
+                .iter()
+                .find(|(short, _)| *short == key)
+                .map_or(key, |(_, long)| long),
+        }
+    }
+
+    /// Stored short key → Node's name (Node's `optsDecodeMap`).
+    const DECODE: [(&str, &str); 6] = [
+        ("de", "deduplication"),
+        ("fpof", "failParentOnFailure"),
+        ("cpof", "continueParentOnFailure"),
+        ("idof", "ignoreDependencyOnFailure"),
+        ("kl", "keepLogs"),
+        ("rdof", "removeDependencyOnFailure"),
+    ];
+
+    /// `opts` as Node reads it: each stored key renamed, in the stored `order` (keys it does
+    /// not name come after, in ours); `tm` and `omc` folded into one `telemetry` object where
+    /// the first of them stood.
+    pub(super) fn to_node(opts: &JobOptions, order: &[String]) -> Value {
+        let Ok(Value::Object(stored)) = serde_json::to_value(opts) else {
+            return Value::Object(Map::new());
+        };
+        let mut out = Map::new();
+        for (key, value) in stored {
+            let telemetry_field = match key.as_str() {
+                "tm" => Some("metadata"),
+                "omc" => Some("omitContext"),
+                _ => None,
+            };
+            if let Some(field) = telemetry_field {
+                let entry = out
+                    .entry("telemetry")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !entry.is_object() {
+                    *entry = Value::Object(Map::new());
+                }
+                if let Value::Object(telemetry) = entry {
+                    telemetry.insert(field.to_owned(), value);
+                }
+                continue;
+            }
+            out.insert(node_name(&key).to_owned(), value);
+        }
+        let mut ordered = Map::new();
+        for key in order {
+            let name = node_name(key);
+            if let Some(value) = out.shift_remove(name) {
+                ordered.insert(name.to_owned(), value);
+            }
+        }
+        ordered.append(&mut out);
+        Value::Object(ordered)
     }
 }
 
@@ -230,6 +338,26 @@ mod tests {
             serde_json::json!({"key":"ev","name":"tick","next":1_796_139_681_904_u64,
                 "iterationCount":1,"every":1000,"offset":904,
                 "template":{"data":{"a":1},"opts":{"removeOnComplete":5,"attempts":3}}})
+        );
+    }
+
+    #[test]
+    fn template_options_read_back_with_node_names() {
+        // Every option a template can hold, stored with the short keys; the expected JSON is
+        // Node 6.7.0's `Job.optsFromJSON` of the same text (as `getJobScheduler` returns it).
+        let stored = r#"{"attempts":3,"backoff":{"type":"exponential","delay":500},"priority":4,"lifo":true,"removeOnComplete":{"age":3600,"count":10},"removeOnFail":7,"stackTraceLimit":2,"sizeLimit":1024,"de":{"id":"d1","ttl":5000,"extend":true,"replace":false},"fpof":true,"cpof":false,"idof":true,"rdof":false,"kl":50,"tm":"{\"traceparent\":\"00-ab\"}","omc":true,"prevMillis":12,"custom":{"x":1}}"#;
+        let node = r#"{"attempts":3,"backoff":{"type":"exponential","delay":500},"priority":4,"lifo":true,"removeOnComplete":{"age":3600,"count":10},"removeOnFail":7,"stackTraceLimit":2,"sizeLimit":1024,"deduplication":{"id":"d1","ttl":5000,"extend":true,"replace":false},"failParentOnFailure":true,"continueParentOnFailure":false,"ignoreDependencyOnFailure":true,"removeDependencyOnFailure":false,"keepLogs":50,"telemetry":{"metadata":"{\"traceparent\":\"00-ab\"}","omitContext":true},"prevMillis":12,"custom":{"x":1}}"#;
+        let fields = hash(&[("name", "n"), ("every", "1000"), ("opts", stored)]);
+        let record = JobSchedulerRecord::decode("s", &fields, Some(5))
+            .unwrap()
+            .unwrap();
+        let json = serde_json::to_value(&record).unwrap();
+        let expected: Value = serde_json::from_str(node).unwrap();
+        assert_eq!(json["template"]["opts"], expected);
+        // In the stored order, as Node's object: the same text.
+        assert_eq!(
+            serde_json::to_string(&json["template"]["opts"]).unwrap(),
+            serde_json::to_string(&expected).unwrap()
         );
     }
 

@@ -43,7 +43,13 @@ local function newAddBatch(keys, base, reserveIds)
   local ctx = {keys = keys, base = base, left = {}, right = {}, waitMarker = false,
     trim = false}
   if reserveIds > 0 then
-    ctx.nextCounter = rcall("INCRBY", keys.id, reserveIds) - reserveIds + 1
+    -- An `id` another client overwrote with text starts again as if absent (as incrCounter).
+    local last = redis.pcall("INCRBY", keys.id, reserveIds)
+    if type(last) ~= "number" then
+      rcall("SET", keys.id, reserveIds)
+      last = reserveIds
+    end
+    ctx.nextCounter = last - reserveIds + 1
   end
   return ctx
 end

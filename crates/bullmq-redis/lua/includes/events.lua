@@ -4,7 +4,9 @@
   maxEventsOrDefault(metaKey, configured) -> cap
     `configured` is meta `opts.maxLenEvents` as the caller read it (false when unset), so a
     script that reads meta anyway passes what it read instead of reading it again. Unset: the
-    BullMQ default 10000 is written back, so every client trims to the same length.
+    BullMQ default 10000 is written back, so every client trims to the same length. A value
+    that is not a non-negative integer (another client's garbage, on which Node's XADD raises)
+    counts as 10000 and is left as it is.
   getMaxEvents(metaKey) -> number
     For scripts that read nothing else of meta: reads `opts.maxLenEvents`, a value that is not
     a number counting as 10000. A queue whose meta has never been written also gets `version`
@@ -22,8 +24,17 @@
 ]]
 local rcall = redis.call
 
+-- A stored cap XADD MAXLEN takes (a non-negative integer), else nil.
+local function validMaxEvents(configured)
+  local n = tonumber(configured)
+  if n and n >= 0 and n == math.floor(n) and n < 2^53 then return n end
+  return nil
+end
+
 local function maxEventsOrDefault(metaKey, configured)
-  if configured then return configured end
+  -- Another client's value that is not a cap (Node's XADD would raise on it) reads as the
+  -- default, and is left as it is.
+  if configured then return validMaxEvents(configured) or 10000 end
   rcall("HSET", metaKey, "opts.maxLenEvents", 10000)
   return 10000
 end
@@ -34,7 +45,7 @@ local function getMaxEvents(metaKey)
   if not configured then
     rcall("HSETNX", metaKey, "version", "bullmq:6.7.0")
   end
-  return tonumber(maxEvents) or 10000
+  return validMaxEvents(maxEvents) or 10000
 end
 
 local function emitEvent(eventsKey, maxEvents, name, ...)

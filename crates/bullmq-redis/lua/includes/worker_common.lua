@@ -93,6 +93,35 @@ local function wMeta()
   return wMetaFields
 end
 
+-- Meta fields another client wrote that are not what BullMQ writes there (a non-negative
+-- integer), flat { field, value, ... }. The scripts never raise on them: they read them as
+-- Node's scripts do where Node's reading is defined (`max` not a number: no rate limit, the
+-- worker's limiter included; a negative `duration`: its absolute value), and as absent where
+-- Node's scripts would raise (`concurrency` or `duration` not a number, `opts.maxLenEvents`
+-- not an integer: 10000). The worker reports each once (wWithInvalidMeta).
+local W_META_NUMBERS = { {2, "concurrency"}, {3, "max"}, {4, "duration"},
+                         {5, "opts.maxLenEvents"} }
+local function wInvalidMeta()
+  local meta = wMeta()
+  local out = {}
+  for _, f in ipairs(W_META_NUMBERS) do
+    local value = meta[f[1]]
+    if value and not string.match(value, "^%d+$") then
+      out[#out + 1] = f[2]
+      out[#out + 1] = value
+    end
+  end
+  return out
+end
+
+-- A fetch reply (includes/worker_fetch.lua) completed to its 8 parts, with wInvalidMeta()
+-- as a 9th.
+local function wWithInvalidMeta(fetched)
+  for i = #fetched + 1, 8 do fetched[i] = {} end
+  fetched[9] = wInvalidMeta()
+  return fetched
+end
+
 -- Appends an event to the queue's events stream (includes/events.lua): the first event of a
 -- call trims the stream to about `opts.maxLenEvents` entries, as Node's XADD with MAXLEN ~
 -- does, with the cap taken from the meta read above.

@@ -168,10 +168,14 @@ local function wFetch(f)
   local meta = wMeta()
   local gated, room = queueGates(meta, K.active)
   local metaMax, metaDuration = tonumber(meta[3]), tonumber(meta[4])
+  -- A duration PEXPIRE cannot take ("1e400", 20 digits) counts as absent.
+  if metaDuration and not (math.abs(metaDuration) < 2^53) then metaDuration = nil end
   wPromoteDelayed(now, gated)
 
+  -- As Node: a meta `max` that is present overrides the worker's limiter, and one that is
+  -- not a number limits nothing.
   local maxJobs = metaMax
-  if not maxJobs and f.limiterMax and f.limiterMax > 0 then maxJobs = f.limiterMax end
+  if not meta[3] and f.limiterMax and f.limiterMax > 0 then maxJobs = f.limiterMax end
   local window = f.limiterDuration
   if not window or window <= 0 then window = metaDuration or 0 end
 

@@ -173,6 +173,18 @@ pub(crate) async fn parse_fetched(
         Some(list) => array(script, list)?,
         None => Vec::new(),
     };
+    let mut invalid_settings = Vec::new();
+    if let Some(list) = parts.next() {
+        // Another client's bytes: shown, never refused.
+        let text = |v: Value| match v {
+            Value::Bytes(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+            other => string(script, other),
+        };
+        let mut flat = array(script, list)?.into_iter();
+        while let (Some(field), Some(value)) = (flat.next(), flat.next()) {
+            invalid_settings.push((text(field)?, text(value)?));
+        }
+    }
     let ids = array(script, jobs)?
         .into_iter()
         .map(|id| string(script, id))
@@ -186,6 +198,7 @@ pub(crate) async fn parse_fetched(
         gated: integer(script, gated)? != 0,
         corrupted,
         dropped,
+        invalid_settings,
     };
     if ids.is_empty() {
         return Ok(fetched);

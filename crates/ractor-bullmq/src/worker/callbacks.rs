@@ -46,6 +46,7 @@ pub struct WorkerCallbacks {
     error: Cb<dyn Fn(&WorkerError) + Send + Sync>,
     stalled: Cb<dyn Fn(&str) + Send + Sync>,
     lock_renewal_failed: Cb<dyn Fn(&[String]) + Send + Sync>,
+    locks_renewed: Cb<dyn Fn(&[String]) + Send + Sync>,
     drained: Cb<dyn Fn() + Send + Sync>,
     ready: Cb<dyn Fn() + Send + Sync>,
     paused: Cb<dyn Fn() + Send + Sync>,
@@ -114,6 +115,16 @@ impl WorkerCallbacks {
     #[must_use]
     pub fn on_lock_renewal_failed(mut self, f: impl Fn(&[String]) + Send + Sync + 'static) -> Self {
         self.lock_renewal_failed = Some(Arc::new(f));
+        self
+    }
+
+    /// The LockManager renewed locks (Node `locksRenewed`, whose `{ count, jobIds }` are
+    /// `ids.len()` and `ids`): called after each renewal tick that renewed at least one lock,
+    /// with the ids renewed, in the order the jobs were fetched. Ids whose lock could not be
+    /// renewed go to [`WorkerCallbacks::on_lock_renewal_failed`] instead.
+    #[must_use]
+    pub fn on_locks_renewed(mut self, f: impl Fn(&[String]) + Send + Sync + 'static) -> Self {
+        self.locks_renewed = Some(Arc::new(f));
         self
     }
 
@@ -209,6 +220,11 @@ impl WorkerCallbacks {
     }
     pub(crate) fn lock_renewal_failed(&self, ids: &[String]) {
         if let Some(f) = &self.lock_renewal_failed {
+            f(ids);
+        }
+    }
+    pub(crate) fn locks_renewed(&self, ids: &[String]) {
+        if let Some(f) = &self.locks_renewed {
             f(ids);
         }
     }

@@ -42,6 +42,10 @@ pub(super) const THIRD_CALL_MIN_BATCH: usize = 25;
 /// to stalled recovery and listed in the close report.
 pub(super) const FORCE_CLOSE_GRACE: Duration = Duration::from_secs(3);
 
+/// Longest wait for a closed rate limiter before fetching again, so delayed jobs keep being
+/// promoted (Node `maximumRateLimitDelay`, default 30 s).
+pub(super) const MAX_RATE_LIMIT_DELAY: Duration = Duration::from_secs(30);
+
 /// Longest pause after repeated store errors.
 pub(super) const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(5);
 
@@ -138,8 +142,11 @@ pub(super) enum Event<P> {
     JobEnded,
     /// A finished job to record in the store with the next batch.
     Record(P),
-    /// The processor reported a rate limit of this long.
-    RateLimited(Duration),
+    /// A processor ended with a rate limit (its finish follows as a [`Event::Record`]): the
+    /// finish batch that carries it fetches nothing, and the Worker waits for the limiter's
+    /// remaining time its answer reports before fetching again (Node waits for the PTTL
+    /// `moveJobFromActiveToWait` returns).
+    RateLimited,
     /// The [`Command::FlushSoon`] message came round: send the pending finishes.
     Flush,
     /// A [`Command::WakeAfter`] timer fired.
@@ -255,6 +262,8 @@ pub(super) struct Dispatcher<P> {
     idle: bool,
     next_delayed_at: Option<Instant>,
     limited_until: Option<Instant>,
+    /// A processor's rate limit is pending: no fetch until its finish batch answered.
+    limit_finish_held: bool,
     /// The rate-limit window a [`Command::WakeAfter`] was issued for (one timer per window).
     limit_timer_for: Option<Instant>,
     /// No call before this (error backoff).
@@ -285,6 +294,7 @@ impl<P> Dispatcher<P> {
             idle: false,
             next_delayed_at: None,
             limited_until: None,
+            limit_finish_held: false,
             limit_timer_for: None,
             cooldown_until: None,
             error_streak: 0,
@@ -416,7 +426,7 @@ impl<P> Dispatcher<P> {
             Event::JobStarted => self.running += 1,
             Event::JobEnded => self.running = self.running.saturating_sub(1),
             Event::Record(finish) => self.pending.push(finish),
-            Event::RateLimited(ttl) => self.limited_until = Some(now + ttl),
+            Event::RateLimited => self.limit_finish_held = true,
             Event::Flush => self.flush = Flush::Due,
             Event::Wake => {}
             Event::WaitEnded { failed } => {
@@ -475,11 +485,16 @@ impl<P> Dispatcher<P> {
     fn fetched(&mut self, summary: FetchSummary, now: Instant) {
         if !summary.rate_limited_for.is_zero() {
             let was_limited = self.limited_until.is_some_and(|until| until > now);
-            self.limited_until = Some(now + summary.rate_limited_for);
+            self.limited_until = Some(now + summary.rate_limited_for.min(MAX_RATE_LIMIT_DELAY));
             if !was_limited {
                 self.commands
                     .push_back(Command::ReportRateLimited(summary.rate_limited_for));
             }
+        }
+        if summary.requested == 0 {
+            // The answer of a finish batch that fetched nothing (it carried a processor's rate
+            // limit): only the limiter's remaining time is news.
+            return;
         }
         self.next_delayed_at = summary.next_delayed_in.map(|d| now + d);
         self.idle = (summary.taken as u64) < u64::from(summary.requested);
@@ -521,7 +536,10 @@ impl<P> Dispatcher<P> {
             // it also refreshes the next delayed timestamp. Even while rate-limited: the
             // script checks the limiter itself, and asking is what keeps it from writing a
             // `drained` Node would not write (Node's worker asks too).
-            let fetch = if self.may_fetch() { free } else { 0 };
+            // Not in the batch that carries a processor's rate limit: its answer says how long
+            // the limiter stays closed, and the next fetch waits for that.
+            let held = std::mem::take(&mut self.limit_finish_held);
+            let fetch = if self.may_fetch() && !held { free } else { 0 };
             self.inflight += 1;
             self.reserved += fetch;
             self.commands
@@ -532,7 +550,7 @@ impl<P> Dispatcher<P> {
             // The finish batch of the next turn fetches for the free slots too.
             return;
         }
-        if self.inflight > 0 || !self.may_fetch() || free == 0 {
+        if self.inflight > 0 || !self.may_fetch() || free == 0 || self.limit_finish_held {
             return;
         }
         if let Some(until) = self.limited_until.filter(|until| *until > now) {

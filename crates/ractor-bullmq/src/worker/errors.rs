@@ -73,13 +73,17 @@ pub struct WaitingError;
 
 /// Return this from a processor when an upstream service rate-limited you: the job goes back
 /// to the front of the wait list and the queue's `limiter` key is set for `ttl` (Node:
-/// `worker.rateLimit(ttl)` then `throw Worker.RateLimitError()`). As in Node, the key holds back
-/// this worker and every worker — in any language — that runs with a `limiter`; workers without
-/// a limiter do not consult it.
+/// `worker.rateLimit(ttl)` then `throw Worker.RateLimitError()`); a `ttl` of zero leaves the
+/// key as it is, for a limit already set with `Queue::rate_limit` (Node's plain
+/// `throw Worker.RateLimitError()`). As in Node, this Worker then fetches nothing until the
+/// key's remaining time has passed (at most 30 s, Node's `maximumRateLimitDelay` default),
+/// with or without a `limiter` option; the key also holds back every worker — in any
+/// language — that runs with a `limiter`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("rate limited for {ttl:?}")]
 pub struct RateLimitError {
-    /// How long the queue's limiter key holds rate-limited workers back.
+    /// How long the queue's limiter key holds rate-limited workers back (zero: leave the key
+    /// as it is).
     pub ttl: Duration,
 }
 
@@ -99,6 +103,14 @@ pub enum WorkerError {
     InvalidOption {
         /// The option's Rust name.
         option: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An argument of a call is out of range; nothing was sent to the store.
+    #[error("invalid argument `{argument}`: {reason}")]
+    InvalidArgument {
+        /// The argument's Rust name.
+        argument: &'static str,
         /// What is wrong with it.
         reason: String,
     },
@@ -151,6 +163,19 @@ pub enum WorkerError {
         /// The bound.
         after: Duration,
     },
+    /// A queue setting another client stored in the queue's `meta` is not what BullMQ writes
+    /// there (`concurrency`, `max`, `duration` or `opts.maxLenEvents` that is not a
+    /// non-negative integer). Nothing raises on it and jobs still finish: it is read as Node's
+    /// scripts read it where that is defined (`max` not a number limits nothing, a negative
+    /// `duration` counts as its absolute value), else as absent (the event stream's cap is then
+    /// 10 000). Reported once per Worker and field.
+    #[error("queue meta field `{field}` holds {value:?}, which is not a non-negative integer; it is read as Node reads it, or as unset")]
+    InvalidQueueMeta {
+        /// The `meta` field.
+        field: String,
+        /// What it holds.
+        value: String,
+    },
     /// The next iteration of a job scheduler could not be created when the Worker started its
     /// job `job_id` (the message starts as Node's Worker's). The job itself still runs.
     #[error("Failed to add repeatable job for next iteration: {reason}")]
@@ -162,6 +187,21 @@ pub enum WorkerError {
         /// Why.
         reason: String,
     },
+}
+
+/// Refuses a lock time to live under 1 ms, which Redis would reject (`SET … PX 0` errors)
+/// after the batch had begun; `argument` names the caller's argument.
+pub(crate) fn check_lock_duration(
+    argument: &'static str,
+    duration: Duration,
+) -> Result<(), WorkerError> {
+    if duration < Duration::from_millis(1) {
+        return Err(WorkerError::InvalidArgument {
+            argument,
+            reason: format!("a lock must live at least 1 ms, got {duration:?}"),
+        });
+    }
+    Ok(())
 }
 
 /// Node 6.7.0's message for a refused finish (`finishedErrors`), so mixed fleets log one text.

@@ -8,7 +8,7 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
 use super::close::{close_in_two_steps, CloseOutcome};
-use super::errors::WorkerError;
+use super::errors::{check_lock_duration, WorkerError};
 use super::worker::{CloseReport, WorkerMsg};
 
 /// The part of a [`WorkerHandle::close_timeout`] kept for the forced close that ends it: at most
@@ -166,6 +166,48 @@ impl WorkerHandle {
             return false;
         }
         ractor::call!(self.actor, WorkerMsg::IsRunning).unwrap_or(false)
+    }
+
+    /// Whether the worker is paused (Node `worker.isPaused()`): `true` from
+    /// [`WorkerHandle::pause`] (also asked before [`WorkerHandle::run`]) until
+    /// [`WorkerHandle::resume`]. A closing or stopped worker is not paused (Node keeps the flag
+    /// through its close; [`WorkerHandle::is_running`] is `false` there on both sides).
+    pub async fn is_paused(&self) -> bool {
+        ractor::call!(self.actor, WorkerMsg::IsPaused).unwrap_or(false)
+    }
+
+    /// Renews the locks of `(job id, lock token)` pairs to `duration` in one store call (Node
+    /// `worker.extendJobLocks(jobIds, tokens, duration)`, its batch `extendLocks` script): a
+    /// lock is renewed only while it still holds its token, and a renewed job leaves the
+    /// `stalled` set. Returns the ids whose lock is missing or held by another token, in the
+    /// order given (Node's reply); empty when all were renewed. Any job of the queue may be
+    /// named, not only this worker's, and the LockManager's own renewals go on as before.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::InvalidArgument`] for a `duration` under 1 ms (nothing sent; Redis would
+    /// refuse it), [`WorkerError::Store`] when the store fails, [`WorkerError::NotRunning`]
+    /// when the worker has stopped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: renewing twice is harmless.
+    pub async fn extend_job_locks(
+        &self,
+        jobs: &[(String, String)],
+        duration: Duration,
+    ) -> Result<Vec<String>, WorkerError> {
+        check_lock_duration("duration", duration)?;
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let reply = ractor::call!(self.actor, |reply| WorkerMsg::ExtendJobLocks {
+            jobs: jobs.to_vec(),
+            duration,
+            reply,
+        })
+        .map_err(|_| WorkerError::NotRunning)?;
+        Ok(reply?)
     }
 
     /// Graceful close: stops fetching, waits for running jobs, records them, then stops.

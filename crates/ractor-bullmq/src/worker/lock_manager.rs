@@ -2,16 +2,18 @@
 //!
 //! Spawned linked to its Worker. It holds the `(job id, token)` of every tracked job and runs
 //! one timer, ticking every `lock_renew_time / 2`; each tick renews, in one store call, every
-//! lock not renewed for `lock_renew_time`. Locks that could not be renewed are untracked and
-//! reported to the Worker ([`Internal::locks_lost`]), which cancels those jobs. A failed call
-//! (Redis unreachable) is reported as an error and retried at the next tick.
+//! lock not renewed for `lock_renew_time`, in the order the jobs were tracked. Locks that could
+//! not be renewed are untracked and reported to the Worker ([`Internal::locks_lost`]), which
+//! cancels those jobs; the renewed ones are reported too ([`Internal::locks_renewed`], for the
+//! `on_locks_renewed` callback, Node's `locksRenewed` event). A failed call (Redis unreachable)
+//! is reported as an error and retried at the next tick.
 //!
 //! # Supervision
 //!
 //! If the LockManager dies, the Worker linked to it stops too (its supervisor restarts it with
 //! a fresh LockManager); the Worker's jobs are then recovered by a stalled check.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,12 +67,16 @@ impl LockManagerArgs {
 struct Tracked {
     token: String,
     renewed_at: Instant,
+    /// When the job was tracked, counted per LockManager: renewals list jobs in this order.
+    seq: u64,
 }
 
 /// State of a running LockManager (opaque).
 pub struct LockManagerState {
     args: LockManagerArgs,
     tracked: HashMap<String, Tracked>,
+    /// The next [`Tracked::seq`].
+    next_seq: u64,
     timer: Option<JoinHandle<()>>,
 }
 
@@ -93,6 +99,7 @@ impl Actor for LockManager {
         Ok(LockManagerState {
             args,
             tracked: HashMap::new(),
+            next_seq: 0,
             timer: Some(timer),
         })
     }
@@ -118,7 +125,16 @@ impl Actor for LockManager {
             LockManagerMsg::Track(jobs) => {
                 let renewed_at = Instant::now();
                 for (job_id, token) in jobs {
-                    state.tracked.insert(job_id, Tracked { token, renewed_at });
+                    let seq = state.next_seq;
+                    state.next_seq += 1;
+                    state.tracked.insert(
+                        job_id,
+                        Tracked {
+                            token,
+                            renewed_at,
+                            seq,
+                        },
+                    );
                 }
             }
             LockManagerMsg::Untrack(job_ids) => {
@@ -132,18 +148,20 @@ impl Actor for LockManager {
     }
 }
 
-/// Renews every lock older than the renew time, in one call.
+/// Renews every lock older than the renew time, in one call, oldest tracked first.
 async fn renew_due(state: &mut LockManagerState) {
     let now = Instant::now();
-    let due: Vec<(String, String)> = state
+    let mut due: Vec<(u64, String, String)> = state
         .tracked
         .iter()
         .filter(|(_, t)| now.duration_since(t.renewed_at) >= state.args.renew_time)
-        .map(|(id, t)| (id.clone(), t.token.clone()))
+        .map(|(id, t)| (t.seq, id.clone(), t.token.clone()))
         .collect();
     if due.is_empty() {
         return;
     }
+    due.sort_unstable_by_key(|(seq, _, _)| *seq);
+    let due: Vec<(String, String)> = due.into_iter().map(|(_, id, token)| (id, token)).collect();
     match state
         .args
         .store
@@ -156,6 +174,14 @@ async fn renew_due(state: &mut LockManagerState) {
                     t.renewed_at = now;
                 }
             }
+            // Node's order: `lockRenewalFailed` first, then `locksRenewed`.
+            let lost_set: HashSet<&str> = lost.iter().map(String::as_str).collect();
+            let renewed: Vec<String> = due
+                .into_iter()
+                .map(|(id, _)| id)
+                .filter(|id| !lost_set.contains(id.as_str()))
+                .collect();
+            drop(lost_set);
             if !lost.is_empty() {
                 for id in &lost {
                     state.tracked.remove(id);
@@ -165,6 +191,12 @@ async fn renew_due(state: &mut LockManagerState) {
                     .args
                     .worker
                     .cast(WorkerMsg::Internal(Internal::locks_lost(lost)));
+            }
+            if !renewed.is_empty() {
+                let _ = state
+                    .args
+                    .worker
+                    .cast(WorkerMsg::Internal(Internal::locks_renewed(renewed)));
             }
         }
         Err(error) => {

@@ -70,7 +70,7 @@ impl WorkerState {
         duration: Duration,
     ) {
         match &outcome {
-            JobOutcome::RateLimited(ttl) => self.dispatch(Event::RateLimited(*ttl)),
+            JobOutcome::RateLimited(_) => self.dispatch(Event::RateLimited),
             JobOutcome::LockLost | JobOutcome::Cancelled => {
                 tracing::debug!(job_id = %job.id(), ?outcome, "job left for stalled recovery");
             }
@@ -200,6 +200,22 @@ impl WorkerState {
 
     /// Reports what a fetch or a stalled check did on its own: corrupted jobs it failed and
     /// ids without a job hash it dropped.
+    /// Reports each `meta` field another client stored garbage in, once per Worker.
+    pub(super) fn report_invalid_meta(&mut self, invalid: &[(String, String)]) {
+        for (field, value) in invalid {
+            if !self.invalid_meta_reported.insert(field.clone()) {
+                continue;
+            }
+            let error = WorkerError::InvalidQueueMeta {
+                field: field.clone(),
+                value: value.clone(),
+            };
+            tracing::warn!(queue = self.store.queue_name(), worker = %self.label, %field,
+                %value, "{error}");
+            self.callbacks.error(&error);
+        }
+    }
+
     pub(super) fn report_failed_by_store(&self, corrupted: &[CorruptedJob], dropped: &[String]) {
         for job in corrupted {
             self.report_corrupted(&job.id, None, &job.reason, Duration::ZERO);

@@ -42,6 +42,7 @@ impl WorkerState {
         self.dispatch(Event::Fetched(summary));
         self.run_commands(myself).await;
         self.report_failed_by_store(&fetched.corrupted, &fetched.dropped);
+        self.report_invalid_meta(&fetched.invalid_settings);
         let mut ids = Vec::with_capacity(fetched.jobs.len());
         let mut locks = Vec::with_capacity(fetched.jobs.len());
         for job in fetched.jobs {

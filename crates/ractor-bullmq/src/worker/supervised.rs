@@ -149,6 +149,16 @@ impl SupervisedWorker {
         }
     }
 
+    /// Whether the current incarnation is paused, as
+    /// [`WorkerHandle::is_paused`](super::WorkerHandle::is_paused) (Node `worker.isPaused()`);
+    /// `false` when none is running. A restarted Worker starts unpaused.
+    pub async fn is_paused(&self) -> bool {
+        match self.actor().await {
+            Some(actor) => ractor::call!(actor, WorkerMsg::IsPaused).unwrap_or(false),
+            None => false,
+        }
+    }
+
     /// Graceful close: removes the child from its supervisor (never restarted) and waits while
     /// the Worker finishes its active jobs, within the spec's shutdown budget.
     ///

@@ -75,6 +75,19 @@ pub enum WorkerMsg {
     ActiveCount(RpcReplyPort<usize>),
     /// Whether the worker fetches jobs (started, not paused, not closing).
     IsRunning(RpcReplyPort<bool>),
+    /// Whether the worker is paused (Node `worker.isPaused()`), also before being run.
+    IsPaused(RpcReplyPort<bool>),
+    /// Renew the locks of `(job id, token)` pairs to `duration` (Node
+    /// `worker.extendJobLocks`); replies with the ids that could not be renewed. The call runs
+    /// on a task of its own, so the worker goes on meanwhile.
+    ExtendJobLocks {
+        /// `(job id, lock token)` pairs.
+        jobs: Vec<(String, String)>,
+        /// The locks' new time to live.
+        duration: Duration,
+        /// The ids whose lock was missing or held by another token, or the store's error.
+        reply: RpcReplyPort<StoreResult<Vec<String>>>,
+    },
     /// Cancel one running job's token (Node `worker.cancelJob`); replies whether it was
     /// running here.
     CancelJob {
@@ -124,6 +137,9 @@ impl Internal {
     pub(crate) fn locks_lost(ids: Vec<String>) -> Self {
         Self(InternalMsg::LocksLost(ids))
     }
+    pub(crate) fn locks_renewed(ids: Vec<String>) -> Self {
+        Self(InternalMsg::LocksRenewed(ids))
+    }
     pub(crate) fn store_error(error: StoreError) -> Self {
         Self(InternalMsg::StoreError(error))
     }
@@ -159,6 +175,8 @@ pub(super) enum InternalMsg {
         ended: Ended,
     },
     LocksLost(Vec<String>),
+    /// The LockManager renewed these locks (for `on_locks_renewed`).
+    LocksRenewed(Vec<String>),
     StoreError(StoreError),
     Woken(StoreResult<bool>),
     StalledTick,
@@ -353,6 +371,8 @@ pub struct WorkerState {
     /// reconnecting by itself, and the progress watchdog waits for it (a restart could not
     /// connect either).
     pub(super) connection_down: bool,
+    /// `meta` fields already reported as [`WorkerError::InvalidQueueMeta`] (once each).
+    pub(super) invalid_meta_reported: std::collections::HashSet<String>,
 }
 
 impl Drop for WorkerState {
@@ -479,6 +499,7 @@ impl Actor for Worker {
             last_progress: Instant::now(),
             close_by: None,
             connection_down: false,
+            invalid_meta_reported: std::collections::HashSet::new(),
             opts,
         })
     }
@@ -586,6 +607,19 @@ impl Actor for Worker {
             }
             WorkerMsg::IsRunning(reply) => {
                 let _ = reply.send(state.dispatcher.lifecycle() == Lifecycle::Running);
+            }
+            WorkerMsg::IsPaused(reply) => {
+                let _ = reply.send(state.dispatcher.lifecycle().is_paused());
+            }
+            WorkerMsg::ExtendJobLocks {
+                jobs,
+                duration,
+                reply,
+            } => {
+                let store = Arc::clone(&state.store);
+                tokio::spawn(async move {
+                    let _ = reply.send(store.extend_locks(&jobs, duration).await);
+                });
             }
             // A stuck Worker ends here with an error: its supervisor restarts it.
             WorkerMsg::Internal(Internal(InternalMsg::WatchdogTick)) => state.watchdog()?,
@@ -761,7 +795,9 @@ impl WorkerState {
                     self.made_progress();
                     self.store_recovered();
                     let fetched = self.settle_batch(batch, reply);
-                    if requested > 0 {
+                    self.report_invalid_meta(&fetched.invalid_settings);
+                    // A batch that fetched nothing still reports a processor's rate limit.
+                    if requested > 0 || !fetched.rate_limited_for.is_zero() {
                         self.accept_fetched(myself, fetched, requested).await;
                     }
                 }
@@ -798,6 +834,7 @@ impl WorkerState {
                     self.callbacks.lock_renewal_failed(&lost);
                 }
             }
+            InternalMsg::LocksRenewed(ids) => self.callbacks.locks_renewed(&ids),
             InternalMsg::StoreError(error) => self.report_store_error(error),
             InternalMsg::Connection(change) => self.on_connection_change(change),
             InternalMsg::Woken(result) => {

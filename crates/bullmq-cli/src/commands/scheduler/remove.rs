@@ -1,6 +1,6 @@
 //! `bullmq scheduler remove <queue> <id>`: remove a job scheduler.
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -20,7 +20,8 @@ pub(crate) struct RemoveArgs {
 /// (so a script can tell, as with `rm`); `--json` prints `{"removed": bool}` either way.
 pub(crate) async fn run(ctx: &Context, args: RemoveArgs) -> Result<()> {
     // Removing writes nothing else: a queue that was never opened keeps no `meta`.
-    let queue = crate::commands::open_queue(ctx, &args.queue, true).await?;
+    let queue =
+        crate::commands::open_queue(ctx, &args.queue, crate::commands::Access::Existing).await?;
     let removed = queue
         .remove_job_scheduler(&args.id)
         .await
@@ -31,13 +32,17 @@ pub(crate) async fn run(ctx: &Context, args: RemoveArgs) -> Result<()> {
             )
         })?;
     queue.close().await?;
-    if ctx.json {
-        print_json(&json!({ "removed": removed }));
-    }
     if !removed {
-        bail!("no job scheduler {:?} on queue {:?}", args.id, args.queue);
+        // With --json one object: `{"removed": false}` and the error.
+        return Err(crate::exit::Exit::with_report(
+            crate::exit::FAILED,
+            format!("no job scheduler {:?} on queue {:?}", args.id, args.queue),
+            Some(json!({ "removed": false })),
+        ));
     }
-    if !ctx.json {
+    if ctx.json {
+        print_json(&json!({ "removed": true }));
+    } else {
         println!("removed job scheduler {} from {}", args.id, args.queue);
     }
     Ok(())

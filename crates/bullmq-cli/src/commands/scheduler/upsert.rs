@@ -112,7 +112,8 @@ impl UpsertArgs {
 pub(crate) async fn run(ctx: &Context, args: UpsertArgs) -> Result<()> {
     let repeat = args.repeat()?;
     let template = args.template()?;
-    let queue = crate::commands::open_queue(ctx, &args.queue, false).await?;
+    let queue =
+        crate::commands::open_queue(ctx, &args.queue, crate::commands::Access::Create).await?;
     let refused = || {
         format!(
             "could not upsert job scheduler {:?} on queue {:?}",

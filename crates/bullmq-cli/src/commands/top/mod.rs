@@ -35,6 +35,9 @@ pub(crate) struct TopArgs {
     /// Print one table per refresh even on a terminal (what a pipe or `--json` gets).
     #[arg(long)]
     plain: bool,
+    /// Print one snapshot (a table, or a JSON document with `--json`) and exit.
+    #[arg(long, conflicts_with = "iterations")]
+    once: bool,
 }
 
 /// Reads `--interval`: a duration of at least 100ms (faster only loads Redis).
@@ -47,19 +50,70 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
 }
 
 /// Runs `bullmq top`.
-pub(crate) async fn run(ctx: &Context, args: TopArgs) -> Result<()> {
+pub(crate) async fn run(ctx: &Context, mut args: TopArgs) -> Result<()> {
+    if args.once {
+        args.plain = true;
+        args.iterations = Some(1);
+    }
     if args.iterations == Some(0) {
         return Ok(());
     }
+    // Listening before anything is drawn, so a signal never finds the default handler (which
+    // would end the process with the terminal still raw).
+    let mut stop = StopSignals::listen()?;
     let mut sampler = Sampler::connect(ctx).await?;
     let model = Model::new(ctx.prefix.clone(), args.interval);
     let outcome = if args.plain || ctx.json || !std::io::stdout().is_terminal() {
-        run_plain(&mut sampler, model, &args, ctx.json).await
+        run_plain(&mut sampler, model, &args, ctx.json, &mut stop).await
     } else {
-        run_interactive(&mut sampler, model, &args).await
+        run_interactive(&mut sampler, model, &args, &mut stop).await
     };
     sampler.close().await;
     outcome
+}
+
+/// SIGINT, SIGTERM and SIGHUP: each ends `top` the way `q` does (the terminal restored), so
+/// `kill`, closing the terminal window or a lost SSH session never leave it raw.
+struct StopSignals {
+    #[cfg(unix)]
+    signals: [tokio::signal::unix::Signal; 3],
+}
+
+impl StopSignals {
+    /// Starts listening.
+    fn listen() -> Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let listen = |kind: SignalKind| signal(kind).context("listening for signals");
+            Ok(Self {
+                signals: [
+                    listen(SignalKind::interrupt())?,
+                    listen(SignalKind::terminate())?,
+                    listen(SignalKind::hangup())?,
+                ],
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Resolves when one of the signals arrives.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            let [int, term, hup] = &mut self.signals;
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 /// Takes one sample into `model`; `last` is when the previous one was taken.
@@ -70,6 +124,7 @@ async fn refresh(sampler: &mut Sampler, model: &mut Model, last: &mut Option<Ins
             let elapsed = last.map_or(Duration::ZERO, |at| now - at);
             *last = Some(now);
             model.apply(samples, elapsed, now_ms());
+            model.server = sampler.server().await;
             refresh_failures(sampler, model).await;
         }
         Err(error) => model.error = Some(crate::output::error_chain(&error)),
@@ -94,6 +149,7 @@ async fn run_plain(
     mut model: Model,
     args: &TopArgs,
     json: bool,
+    stop: &mut StopSignals,
 ) -> Result<()> {
     let paint = Paint::stdout();
     let mut last = None;
@@ -103,7 +159,7 @@ async fn run_plain(
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+            () = stop.recv() => return Ok(()),
         }
         // A script reading the output wants to know Redis broke, not a table of stale counts.
         let samples = sampler.sample().await?;
@@ -111,6 +167,7 @@ async fn run_plain(
         let elapsed = last.map_or(Duration::ZERO, |at| now - at);
         last = Some(now);
         model.apply(samples, elapsed, now_ms());
+        model.server = sampler.server().await;
         let text = if json {
             format!("{}\n", plain::as_json(&model))
         } else {
@@ -157,9 +214,10 @@ fn action_of(key: KeyEvent) -> Option<Action> {
     if key.kind != KeyEventKind::Press {
         return None;
     }
-    // Raw mode turns Ctrl-C into a key instead of a signal.
+    // Raw mode turns Ctrl-C into a key instead of a signal, and the end of the input (the
+    // terminal's EOF character, what a closed pseudo-terminal sends) into Ctrl-D.
     if key.modifiers.contains(KeyModifiers::CONTROL) {
-        return (key.code == KeyCode::Char('c')).then_some(Action::Quit);
+        return matches!(key.code, KeyCode::Char('c' | 'd')).then_some(Action::Quit);
     }
     match key.code {
         KeyCode::Char('q') | KeyCode::Esc => Some(Action::Quit),
@@ -186,11 +244,16 @@ impl Drop for RestoreTerminal {
 const KEY_POLL: Duration = Duration::from_millis(100);
 
 /// Reads keys on a thread of its own (crossterm's reads block) and sends the ones with an
-/// action; ends when the view has gone (the channel closed) or the terminal fails.
+/// action; ends when the view has gone (the channel closed) or the input closed (a read
+/// that fails because the terminal went away: that ends the view like `q`).
 fn read_keys(actions: mpsc::UnboundedSender<Action>, failed: std_mpsc::Sender<String>) {
     while !actions.is_closed() {
         let ready = match event::poll(KEY_POLL) {
             Ok(ready) => ready,
+            Err(error) if input_closed(&error) => {
+                let _ = actions.send(Action::Quit);
+                return;
+            }
             Err(error) => {
                 let _ = failed.send(format!("reading the keyboard: {error}"));
                 return;
@@ -212,6 +275,10 @@ fn read_keys(actions: mpsc::UnboundedSender<Action>, failed: std_mpsc::Sender<St
                     }
                 }
             }
+            Err(error) if input_closed(&error) => {
+                let _ = actions.send(Action::Quit);
+                return;
+            }
             Err(error) => {
                 let _ = failed.send(format!("reading the keyboard: {error}"));
                 return;
@@ -220,8 +287,20 @@ fn read_keys(actions: mpsc::UnboundedSender<Action>, failed: std_mpsc::Sender<St
     }
 }
 
+/// Whether a failed terminal read means the input is gone: end of file, or `EIO` (what a
+/// read from a terminal whose other end closed returns).
+fn input_closed(error: &std::io::Error) -> bool {
+    const EIO: i32 = 5;
+    error.kind() == std::io::ErrorKind::UnexpectedEof || error.raw_os_error() == Some(EIO)
+}
+
 /// The full-screen loop.
-async fn run_interactive(sampler: &mut Sampler, mut model: Model, args: &TopArgs) -> Result<()> {
+async fn run_interactive(
+    sampler: &mut Sampler,
+    mut model: Model,
+    args: &TopArgs,
+    stop: &mut StopSignals,
+) -> Result<()> {
     // Declared before the terminal so it drops after it (the terminal shows the cursor again
     // when dropped, then this leaves raw mode and the alternate screen), and set up first so
     // a half-done setup is undone too.
@@ -252,7 +331,7 @@ async fn run_interactive(sampler: &mut Sampler, mut model: Model, args: &TopArgs
                         .try_recv()
                         .unwrap_or_else(|_| "the key reader stopped".into())),
                 },
-                _ = tokio::signal::ctrl_c() => return Ok(()),
+                () = stop.recv() => return Ok(()),
             },
         };
         let work = async {
@@ -268,7 +347,7 @@ async fn run_interactive(sampler: &mut Sampler, mut model: Model, args: &TopArgs
             }
         };
         // A slow or unreachable Redis must not make `q` wait for it.
-        let refreshed = match unless_quit(work, &mut actions, &mut pending).await {
+        let refreshed = match unless_quit(work, &mut actions, &mut pending, stop).await {
             Ok(Some(refreshed)) => refreshed,
             Ok(None) => return Ok(()),
             Err(ReaderGone) => anyhow::bail!(failed
@@ -296,12 +375,14 @@ enum Step {
 /// The key reader stopped while work was running.
 struct ReaderGone;
 
-/// Runs `work` unless quitting is asked for first (a quit key or SIGINT: `Ok(None)`) or the
+/// Runs `work` unless quitting is asked for first (a quit key or a [`StopSignals`]:
+/// `Ok(None)`) or the
 /// key reader stops; other keys pressed meanwhile are queued in `pending`.
 async fn unless_quit<T>(
     work: impl std::future::Future<Output = T>,
     actions: &mut mpsc::UnboundedReceiver<Action>,
     pending: &mut VecDeque<Action>,
+    stop: &mut StopSignals,
 ) -> Result<Option<T>, ReaderGone> {
     let quit = async {
         loop {
@@ -315,7 +396,7 @@ async fn unless_quit<T>(
     tokio::select! {
         output = work => Ok(Some(output)),
         outcome = quit => outcome,
-        _ = tokio::signal::ctrl_c() => Ok(None),
+        () = stop.recv() => Ok(None),
     }
 }
 
@@ -385,6 +466,10 @@ mod tests {
         assert_eq!(press(KeyCode::Esc, none), Some(Action::Quit));
         assert_eq!(
             press(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            press(KeyCode::Char('d'), KeyModifiers::CONTROL),
             Some(Action::Quit)
         );
         assert_eq!(press(KeyCode::Char('j'), none), Some(Action::Down));

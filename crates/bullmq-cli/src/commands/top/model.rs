@@ -165,6 +165,8 @@ pub(crate) struct Model {
     pub(crate) error: Option<String>,
     /// When the last good refresh was taken (Unix ms).
     pub(crate) refreshed_at_ms: u64,
+    /// The Redis server's facts at the last refresh (`None`: not read, or INFO refused).
+    pub(crate) server: Option<crate::commands::server_facts::ServerFacts>,
 }
 
 impl Model {
@@ -179,6 +181,7 @@ impl Model {
             status: None,
             error: None,
             refreshed_at_ms: 0,
+            server: None,
         }
     }
 

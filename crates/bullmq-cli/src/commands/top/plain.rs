@@ -12,11 +12,15 @@ pub(crate) fn as_text(model: &Model, paint: Paint) -> String {
     let mut out = format!(
         "{}\n",
         paint.bold(&format!(
-            "bullmq top  prefix {}  {}  {} queue{}",
+            "bullmq top  prefix {}  {}  {} queue{}{}",
             model.prefix,
             local_time(model.refreshed_at_ms),
             model.queues.len(),
-            if model.queues.len() == 1 { "" } else { "s" }
+            if model.queues.len() == 1 { "" } else { "s" },
+            model
+                .server
+                .as_ref()
+                .map_or_else(String::new, |server| format!("  {}", server.summary()))
         ))
     );
     if model.queues.is_empty() {
@@ -87,6 +91,7 @@ pub(crate) fn as_json(model: &Model) -> Value {
     json!({
         "at": model.refreshed_at_ms,
         "prefix": model.prefix,
+        "server": model.server,
         "queues": queues,
     })
 }

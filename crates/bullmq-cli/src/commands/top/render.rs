@@ -13,9 +13,14 @@ use ratatui::Frame;
 use super::model::{Model, QueueView};
 use super::plain::rate_text;
 
-/// Rows the screen keeps for everything but the queues table: title, sparklines (4), the
-/// failures box at its smallest (3), status and keys.
-const OTHER_ROWS: u16 = 1 + 4 + 3 + 2;
+/// Rows the screen keeps for everything but the queues table: title, server facts,
+/// sparklines (4), the failures box at its smallest (3), status and keys.
+const OTHER_ROWS: u16 = 2 + 4 + 3 + 2;
+
+/// The smallest terminal the view is drawn in; a smaller one gets a message saying so.
+pub(crate) const MIN_WIDTH: u16 = 60;
+/// See [`MIN_WIDTH`].
+pub(crate) const MIN_HEIGHT: u16 = 14;
 
 /// The keys, on the last line.
 const KEYS: &str = "↑/↓ j/k select  p pause/resume  r retry failed  q quit";
@@ -23,11 +28,20 @@ const KEYS: &str = "↑/↓ j/k select  p pause/resume  r retry failed  q quit";
 /// Draws `model` over the whole frame.
 pub(crate) fn draw(frame: &mut Frame<'_>, model: &Model) {
     let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        frame.render_widget(
+            Paragraph::new(too_small(area.width, area.height))
+                .wrap(ratatui::widgets::Wrap { trim: true }),
+            area,
+        );
+        return;
+    }
     // Border, header, one line per queue (at least one, for "no queues"), border; what does
     // not fit scrolls, following the selection.
     let wanted = model.queues.len().max(1) as u16 + 3;
     let queues_height = wanted.min(area.height.saturating_sub(OTHER_ROWS).max(4));
-    let [title, queues, sparks, failures, status, keys] = Layout::vertical([
+    let [title, server, queues, sparks, failures, status, keys] = Layout::vertical([
+        Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Length(queues_height),
         Constraint::Length(4),
@@ -37,6 +51,14 @@ pub(crate) fn draw(frame: &mut Frame<'_>, model: &Model) {
     ])
     .areas(area);
     frame.render_widget(Paragraph::new(title_line(model)), title);
+    let facts = model
+        .server
+        .as_ref()
+        .map_or_else(|| "Redis: no INFO yet".to_owned(), |s| s.summary());
+    frame.render_widget(
+        Paragraph::new(Line::from(facts).style(Style::new().add_modifier(Modifier::DIM))),
+        server,
+    );
     draw_queues(frame, queues, model);
     draw_sparklines(frame, sparks, model);
     draw_failures(frame, failures, model);
@@ -45,6 +67,15 @@ pub(crate) fn draw(frame: &mut Frame<'_>, model: &Model) {
         Paragraph::new(Line::from(KEYS).style(Style::new().add_modifier(Modifier::DIM))),
         keys,
     );
+}
+
+/// Why nothing else is drawn: the size, what is needed and what works instead.
+pub(crate) fn too_small(width: u16, height: u16) -> String {
+    format!(
+        "terminal too small ({width}x{height}): bullmq top needs at least \
+         {MIN_WIDTH}x{MIN_HEIGHT}; enlarge it, or run `bullmq top --once` for one table. \
+         q quits."
+    )
 }
 
 fn title_line(model: &Model) -> Line<'static> {
@@ -327,11 +358,45 @@ mod tests {
     }
 
     #[test]
-    fn a_tiny_terminal_still_draws() {
-        for (width, height) in [(20, 5), (1, 1), (80, 3)] {
+    fn a_tiny_terminal_says_why_it_cannot_draw() {
+        for (width, height) in [(40, 10), (1, 1), (80, 3), (59, 24), (80, 13)] {
             let rows = screen(&two_queues(), width, height);
             assert_eq!(rows.len(), usize::from(height));
+            let text = rows.concat();
+            assert!(!text.contains("emails"), "{width}x{height}: {text}");
         }
+        let text = screen(&two_queues(), 40, 10).join(" ");
+        let words: Vec<&str> = text.split_whitespace().collect();
+        assert!(
+            words
+                .join(" ")
+                .starts_with("terminal too small (40x10): bullmq top needs at least 60x14"),
+            "{text}"
+        );
+        // The smallest size it draws at shows the queues.
+        let text = screen(&two_queues(), MIN_WIDTH, MIN_HEIGHT).join("\n");
+        assert!(text.contains("emails"), "{text}");
+    }
+
+    #[test]
+    fn the_server_facts_line_follows_the_title() {
+        let mut model = two_queues();
+        let rows = screen(&model, 80, 24);
+        assert!(
+            rows[1].starts_with("Redis: no INFO yet"),
+            "{}",
+            rows.join("\n")
+        );
+        model.server = Some(crate::commands::server_facts::parse(
+            "redis_version:7.2.4\r\nused_memory_human:1.21M\r\nconnected_clients:5\r\n\
+             instantaneous_ops_per_sec:12\r\n",
+        ));
+        let rows = screen(&model, 80, 24);
+        assert!(
+            rows[1].starts_with("Redis 7.2.4, memory 1.21M, 5 clients, 12 ops/s"),
+            "{}",
+            rows.join("\n")
+        );
     }
 
     #[test]

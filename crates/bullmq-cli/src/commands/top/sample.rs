@@ -86,6 +86,11 @@ impl Sampler {
         Ok(samples)
     }
 
+    /// The server's facts (`None` when INFO fails: they are not worth failing a refresh).
+    pub(crate) async fn server(&self) -> Option<crate::commands::server_facts::ServerFacts> {
+        crate::commands::server_facts::read(&self.client).await.ok()
+    }
+
     async fn rediscover(&mut self) -> Result<()> {
         let names = bullmq_redis::queue::discover_queues(&self.client, &self.prefix)
             .await

@@ -452,7 +452,7 @@ fn a_limit_reported_while_limited_is_not_reported_again() {
     d.handle(limited, t0);
     assert_eq!(commands(&mut d), vec![C::ReportRateLimited(ms(500))]);
     let limited = Event::Fetched(FetchSummary {
-        requested: 0,
+        requested: 1,
         taken: 0,
         rate_limited_for: ms(500),
         next_delayed_in: None,
@@ -466,34 +466,81 @@ fn a_limit_reported_while_limited_is_not_reported_again() {
 }
 
 #[test]
-fn a_processor_rate_limit_holds_the_next_fetch_until_it_expires() {
-    let t0 = Instant::now();
-    let mut d = D::new(limits(3), false);
-    assert_eq!(turn(&mut d, Event::RateLimited(ms(500)), t0), vec![]);
-    assert_eq!(turn(&mut d, Event::Run, t0), vec![C::WakeAfter(ms(500))]);
-    assert_eq!(turn(&mut d, Event::Wake, t0 + ms(499)), vec![]);
-    assert_eq!(
-        turn(&mut d, Event::Wake, t0 + ms(500)),
-        vec![C::Fetch { count: 3 }]
-    );
-}
-
-#[test]
-fn a_rate_limited_finish_batch_still_fetches_in_the_same_call() {
+fn a_processor_rate_limit_waits_for_the_limiter_ttl_its_finish_reports() {
     let t0 = Instant::now();
     let mut d = full(1, t0);
-    // The processor reported a rate limit; the script checks the limiter itself.
-    let events = vec![
-        Event::JobEnded,
-        Event::RateLimited(ms(500)),
-        Event::Record(1),
-    ];
+    // The processor reported a rate limit: its finish goes out without a fetch (as Node's
+    // moveJobFromActiveToWait), and no fetch starts before that call answered.
+    let events = vec![Event::JobEnded, Event::RateLimited, Event::Record(1)];
     assert_eq!(
         turn_of(&mut d, events, t0),
         vec![C::FinishBatch {
             batch: vec![1],
-            fetch: 1
+            fetch: 0
         }]
+    );
+    // The answer carries the limiter's remaining time: wait for it, then fetch (not block:
+    // the job just went back to wait).
+    let answered = vec![
+        Event::CallSucceeded { requested: 0 },
+        Event::Fetched(FetchSummary {
+            requested: 0,
+            taken: 0,
+            rate_limited_for: ms(800),
+            next_delayed_in: None,
+        }),
+    ];
+    assert_eq!(
+        turn_of(&mut d, answered, t0 + ms(5)),
+        vec![C::ReportRateLimited(ms(800)), C::WakeAfter(ms(800))]
+    );
+    assert_eq!(turn(&mut d, Event::Wake, t0 + ms(804)), vec![]);
+    assert_eq!(
+        turn(&mut d, Event::Wake, t0 + ms(805)),
+        vec![C::Fetch { count: 1 }]
+    );
+}
+
+#[test]
+fn a_processor_rate_limit_without_a_limiter_ttl_fetches_at_once() {
+    let t0 = Instant::now();
+    let mut d = full(1, t0);
+    let events = vec![Event::JobEnded, Event::RateLimited, Event::Record(1)];
+    assert_eq!(
+        turn_of(&mut d, events, t0),
+        vec![C::FinishBatch {
+            batch: vec![1],
+            fetch: 0
+        }]
+    );
+    // No limiter TTL: the Worker does not hear of a fetch, and fetches at once.
+    assert_eq!(
+        turn(&mut d, Event::CallSucceeded { requested: 0 }, t0),
+        vec![C::Fetch { count: 1 }]
+    );
+}
+
+#[test]
+fn a_long_limiter_ttl_is_waited_for_at_most_the_maximum_rate_limit_delay() {
+    let t0 = Instant::now();
+    let mut d = full(1, t0);
+    let events = vec![Event::JobEnded, Event::RateLimited, Event::Record(1)];
+    turn_of(&mut d, events, t0);
+    let answered = vec![
+        Event::CallSucceeded { requested: 0 },
+        Event::Fetched(FetchSummary {
+            requested: 0,
+            taken: 0,
+            rate_limited_for: Duration::from_secs(120),
+            next_delayed_in: None,
+        }),
+    ];
+    assert_eq!(
+        turn_of(&mut d, answered, t0),
+        vec![
+            C::ReportRateLimited(Duration::from_secs(120)),
+            C::WakeAfter(MAX_RATE_LIMIT_DELAY)
+        ]
     );
 }
 

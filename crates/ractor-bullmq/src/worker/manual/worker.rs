@@ -21,6 +21,7 @@ use crate::store::{
 };
 use crate::telemetry::{self, JobTelemetry};
 use crate::worker::callbacks::WorkerCallbacks;
+use crate::worker::errors::check_lock_duration;
 use crate::worker::fetched::read_fetched;
 use crate::worker::options::WorkerOptions;
 use crate::worker::outcome::{decide, failure, JobOutcome, Verdict};
@@ -75,6 +76,8 @@ pub struct ManualWorker {
     closed: AtomicBool,
     /// The stalled-check timer, when started.
     stalled_timer: Mutex<Option<JoinHandle<()>>>,
+    /// `meta` fields already reported as holding garbage (once each).
+    invalid_meta_reported: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for ManualWorker {
@@ -102,6 +105,7 @@ impl ManualWorker {
             label,
             closed: AtomicBool::new(false),
             stalled_timer: Mutex::new(None),
+            invalid_meta_reported: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -208,6 +212,34 @@ impl ManualWorker {
                 job_id: job.id().to_owned(),
             })
         }
+    }
+
+    /// Renews the locks of `(job id, lock token)` pairs to `duration` in one call (Node
+    /// `worker.extendJobLocks(jobIds, tokens, duration)`): a lock is renewed only while it
+    /// still holds its token, and a renewed job leaves the `stalled` set. Returns the ids whose
+    /// lock is missing or held by another token, in the order given; empty when all were
+    /// renewed.
+    ///
+    /// # Errors
+    ///
+    /// [`ManualError::Worker`] ([`WorkerError::InvalidArgument`](crate::worker::WorkerError::InvalidArgument))
+    /// for a `duration` under 1 ms (nothing sent), [`ManualError::Closed`],
+    /// [`ManualError::Store`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: renewing twice is harmless.
+    pub async fn extend_job_locks(
+        &self,
+        jobs: &[(String, String)],
+        duration: Duration,
+    ) -> Result<Vec<String>, ManualError> {
+        self.ensure_open()?;
+        check_lock_duration("duration", duration)?;
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.extend_locks(jobs, duration).await?)
     }
 
     /// Completes `job` with `value` as its `returnvalue` (Node's `job.moveToCompleted(value,
@@ -416,6 +448,20 @@ impl ManualWorker {
         }
         for id in &fetched.dropped {
             tracing::warn!(queue = self.queue_name(), job_id = %id, "job id without a job hash removed");
+        }
+        for (field, value) in &fetched.invalid_settings {
+            let first = self
+                .invalid_meta_reported
+                .lock()
+                .map(|mut reported| reported.insert(field.clone()))
+                .unwrap_or(false);
+            if first {
+                let error = crate::worker::WorkerError::InvalidQueueMeta {
+                    field: field.clone(),
+                    value: value.clone(),
+                };
+                tracing::warn!(queue = self.queue_name(), %field, %value, "{error}");
+            }
         }
         let mut first = None;
         for job in fetched.jobs {
