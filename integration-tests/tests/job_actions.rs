@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use common::*;
 use fred::prelude::KeysInterface;
 use ractor_bullmq::protocol::state::JobState;
-use ractor_bullmq::{Job, QueueError, RetryFrom, RetryReset};
+use ractor_bullmq::{Job, QueueError};
 use raw_state::{assert_same_state, per_job_events, snapshot};
 use serde_json::{json, Value};
 
@@ -121,7 +121,7 @@ async fn job_methods_leave_the_same_state_as_nodes() -> Result<()> {
     prepare(&node_q, control_steps()).await?;
     prepare(&our_q, control_steps()).await?;
 
-    node_job(&node_q, "f1", "retry", json!(["failed"])).await?;
+    node_job(&node_q, "f1", "retry", json!([])).await?;
     node_job(&node_q, "d1", "promote", json!([])).await?;
     node_job(&node_q, "d2", "changeDelay", json!([5_000])).await?;
     node_job(&node_q, "w1", "changePriority", json!([{"priority": 4}])).await?;
@@ -139,10 +139,7 @@ async fn job_methods_leave_the_same_state_as_nodes() -> Result<()> {
     });
 
     let q = open_queue(&our_q).await?;
-    job(&q, "f1")
-        .await?
-        .retry(RetryFrom::Failed, RetryReset::none())
-        .await?;
+    job(&q, "f1").await?.retry().await?;
     job(&q, "d1").await?.promote().await?;
     job(&q, "d2")
         .await?

@@ -97,7 +97,10 @@ async fn template_options_read_back_with_node_names_as_node() -> Result<()> {
         &json!({"queue": queue, "op": "list", "start": 0, "end": -1, "asc": true}),
     )
     .await?;
-    let ours = serde_json::to_value(q.get_job_schedulers(0, -1, true).await?)?;
+    let ours = serde_json::to_value(
+        q.get_job_schedulers(ractor_bullmq::JobSchedulersRange::new().asc(true))
+            .await?,
+    )?;
     assert_eq!(ours, node["result"], "getJobSchedulers");
     assert_eq!(
         serde_json::to_string(&ours)?,

@@ -52,8 +52,11 @@ pub trait QueueMaintenance: Send + Sync + 'static {
     /// Removes the pending children of `job_id` (its `:dependencies`), recursively, each in its
     /// queue with a `removed` event, skipping locked children and failed ones (Node
     /// `job.removeUnprocessedChildren()`). A parent left without pending children moves to
-    /// `wait`.
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<()>;
+    /// `wait`. Returns the job keys (`{prefix}:{queue}:{id}`, as [`Dependencies`] names
+    /// children) of the jobs removed, each after its own children.
+    ///
+    /// [`Dependencies`]: crate::Dependencies
+    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>>;
 
     /// Deletes job keys that no state of the queue references (Node
     /// `removeOrphanedJobs(count, limit)`), scanning about `count` keys per step and stopping
@@ -89,7 +92,7 @@ impl<T: QueueMaintenance + ?Sized> QueueMaintenance for std::sync::Arc<T> {
         (**self).remove_child_dependency(job_id).await
     }
 
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<()> {
+    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
         (**self).remove_unprocessed_children(job_id).await
     }
 

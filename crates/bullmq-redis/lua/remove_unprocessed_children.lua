@@ -5,7 +5,7 @@
 
   KEYS: 1 parent job hash key
   ARGV: none
-  Returns 1.
+  Returns the keys of the jobs removed, each after its own removed children.
   A child that holds a lock, or sits in its queue's `failed`, is kept (with its subtree).
   Every other one is detached from its parent (a parent left without pending children moves
   to `wait` with a `waiting` event, prev waiting-children), loses its own pending children the
@@ -15,6 +15,7 @@
 local rcall = redis.call
 
 local removePendingChildren
+local removed = {}
 
 local function removeUnprocessed(childKey)
   local childId, childBase = splitJobKey(childKey)
@@ -31,6 +32,7 @@ local function removeUnprocessed(childKey)
   if removeJobKeys(childKey) > 0 then
     emitEvent(childBase .. "events", getMaxEvents(childBase .. "meta"), "removed",
       "jobId", childId, "prev", prev)
+    removed[#removed + 1] = childKey
   end
 end
 
@@ -42,4 +44,4 @@ removePendingChildren = function(jobKey)
 end
 
 removePendingChildren(KEYS[1])
-return 1
+return removed

@@ -17,8 +17,7 @@ use ractor_bullmq::scheduler::{Repeat, SchedulerTemplate};
 use ractor_bullmq::telemetry::metric_names as m;
 use ractor_bullmq::telemetry::testing::CapturedMetrics;
 use ractor_bullmq::{
-    FlowError, FlowProducer, FlowProducerOptions, Queue, QueueError, QueueOptions, RetryFrom,
-    RetryReset,
+    FlowError, FlowProducer, FlowProducerOptions, Queue, QueueError, QueueOptions,
 };
 use serde_json::json;
 
@@ -45,10 +44,7 @@ async fn a_job_read_from_the_queue_acts_on_it() {
     assert_eq!(job.get_state().await.unwrap(), JobState::Waiting);
     job.update_data(json!({"n": 1})).await.unwrap();
     assert_eq!(job.log("hello").await.unwrap(), 1);
-    let refused = job
-        .retry(RetryFrom::Failed, RetryReset::none())
-        .await
-        .unwrap_err();
+    let refused = job.retry().await.unwrap_err();
     assert!(
         matches!(refused, QueueError::JobNotInState { .. }),
         "{refused:?}"

@@ -95,7 +95,9 @@ pub async fn maintenance_children_dedup_and_counts(backend: Arc<dyn Backend>, qu
             .collect::<Vec<_>>(),
         ["k1"]
     );
-    store.remove_unprocessed_children("q").await.unwrap();
+    let removed = store.remove_unprocessed_children("q").await.unwrap();
+    assert_eq!(removed.len(), 1, "only the unlocked child: {removed:?}");
+    assert!(removed[0].ends_with(":k2"), "{removed:?}");
     assert_eq!(c.state("k1").await, JobState::Active, "locked: kept");
     assert_eq!(c.state("k2").await, JobState::Unknown);
     assert_eq!(c.state("q").await, JobState::WaitingChildren);

@@ -68,10 +68,11 @@ impl QueueMaintenance for MemoryQueueStore {
         self.queues(|queues, now| Ok(remove_child_dependency(queues, &self.base, job_id, now)))
     }
 
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<()> {
+    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
         self.queues(|queues, now| {
-            remove_pending_children(queues, &self.base, job_id, now, 0);
-            Ok(())
+            let mut removed = Vec::new();
+            remove_pending_children(queues, &self.base, job_id, now, 0, &mut removed);
+            Ok(removed)
         })
     }
 
@@ -127,7 +128,16 @@ fn remove_child_dependency(
 
 /// Removes the pending children of `job_id`, depth first, as Node's
 /// `removeUnprocessedChildren`.
-fn remove_pending_children(queues: &mut Queues, base: &str, job_id: &str, now: u64, depth: usize) {
+/// Removes the pending children of `job_id`, pushing the key of each job removed (deepest
+/// first) on `removed`.
+fn remove_pending_children(
+    queues: &mut Queues,
+    base: &str,
+    job_id: &str,
+    now: u64,
+    depth: usize,
+    removed: &mut Vec<String>,
+) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -140,32 +150,43 @@ fn remove_pending_children(queues: &mut Queues, base: &str, job_id: &str, now: u
     for key in pending {
         if let Some((child_base, child_id)) = split_job_key(&key) {
             let (child_base, child_id) = (child_base.to_owned(), child_id.to_owned());
-            remove_unprocessed(queues, &child_base, &child_id, now, depth + 1);
+            if remove_unprocessed(queues, &child_base, &child_id, now, depth + 1, removed) {
+                removed.push(key);
+            }
         }
     }
 }
 
 /// One pending child: kept when locked or failed, else detached, emptied of its own pending
-/// children, and removed with a `removed` event.
-fn remove_unprocessed(queues: &mut Queues, base: &str, job_id: &str, now: u64, depth: usize) {
+/// children (pushed on `removed`), and removed with a `removed` event; whether it was removed.
+fn remove_unprocessed(
+    queues: &mut Queues,
+    base: &str,
+    job_id: &str,
+    now: u64,
+    depth: usize,
+    removed: &mut Vec<String>,
+) -> bool {
     {
         let q = queues.queue(base);
         if q.lock(job_id, now).is_some() || q.failed.score(job_id).is_some() {
-            return;
+            return false;
         }
     }
     detach_from_parent(queues, base, job_id, false, now);
-    remove_pending_children(queues, base, job_id, now, depth);
+    remove_pending_children(queues, base, job_id, now, depth, removed);
     let q = queues.queue(base);
     let prev = q.remove_from_any_state(job_id);
     q.release_dedup_of_removed(job_id, now);
-    if q.delete_job_keys(job_id) {
-        q.emit_queue(
-            now,
-            "removed",
-            &[("jobId", job_id.to_owned()), ("prev", prev.to_owned())],
-        );
+    if !q.delete_job_keys(job_id) {
+        return false;
     }
+    q.emit_queue(
+        now,
+        "removed",
+        &[("jobId", job_id.to_owned()), ("prev", prev.to_owned())],
+    );
+    true
 }
 
 /// Deletes the keys of every job id that no state references; at most `limit` (0: all).

@@ -2,26 +2,14 @@
 //! have not been processed yet, with their own unprocessed children (Node
 //! `job.removeUnprocessedChildren()`).
 //!
-//! What Node does, and so this: every child still in the parent's `:dependencies` set is
-//! removed depth first (its unprocessed children before it), except a child a worker holds (a
-//! `:lock` key: skipped with its subtree) and a child in its queue's failed set; processed
-//! children stay. Each removal is Node's `job.remove()` without children (the children were
-//! handled first), so it frees the parent and emits `removed` as Node's does.
-//!
-//! The runtime has no call for this yet; this is the one place that does it, through
-//! [`remove_unprocessed`], so switching to `Queue::remove_unprocessed_children` is one edit.
-
-use std::future::Future;
-use std::pin::Pin;
+//! One library call, [`ractor_bullmq::Queue::remove_unprocessed_children`]: every child still
+//! pending is removed depth first (its own pending children before it), except a child a worker
+//! holds and a failed one; each emits `removed` in its queue as Node's does.
 
 use anyhow::{Context as _, Result};
-use bullmq_protocol::state::JobState;
-use bullmq_redis::fred::prelude::KeysInterface;
 use clap::Args;
-use ractor_bullmq::{Queue, QueueError, RemoveOptions};
 use serde_json::json;
 
-use super::sibling_queues::{split_key, SiblingQueues};
 use super::{Access, Context};
 use crate::exit::Exit;
 use crate::output::{print_json, Paint};
@@ -45,10 +33,10 @@ pub(crate) async fn run(ctx: &Context, args: RemoveUnprocessedChildrenArgs) -> R
                 args.id, args.queue, ctx.prefix
             )));
         }
-        let mut queues = SiblingQueues::new(ctx.prefix.clone(), queue.clone());
-        let removed = remove_unprocessed(&mut queues, queue.clone(), &args.id).await;
-        queues.close().await;
-        removed
+        queue
+            .remove_unprocessed_children(&args.id)
+            .await
+            .with_context(|| format!("removing the unprocessed children of job {:?}", args.id))
     }
     .await;
     queue.close().await?;
@@ -74,61 +62,4 @@ pub(crate) async fn run(ctx: &Context, args: RemoveUnprocessedChildrenArgs) -> R
         );
     }
     Ok(())
-}
-
-/// Removes the unprocessed children of job `id` of `queue` as Node's
-/// `removeUnprocessedChildren` does; the keys (`{prefix}:{queue}:{id}`) of the jobs removed,
-/// deepest first.
-fn remove_unprocessed<'a>(
-    queues: &'a mut SiblingQueues,
-    queue: Queue,
-    id: &'a str,
-) -> Pin<Box<dyn Future<Output = Result<Vec<String>>> + Send + 'a>> {
-    Box::pin(async move {
-        let mut removed = Vec::new();
-        let children = queue
-            .get_dependencies(id)
-            .await
-            .with_context(|| format!("reading the children of job {id:?}"))?
-            .unprocessed;
-        for key in children {
-            let Some((child_queue, child_id)) = split_key(&key, queues.prefix()) else {
-                continue;
-            };
-            let child = queues.get(child_queue).await?;
-            if locked(&child, child_id).await? {
-                continue;
-            }
-            if child.get_job_state(child_id).await? == JobState::Failed {
-                continue;
-            }
-            removed.extend(remove_unprocessed(queues, child.clone(), child_id).await?);
-            match child
-                .remove_with(child_id, RemoveOptions::new().remove_children(false))
-                .await
-            {
-                Ok(true) => removed.push(key.clone()),
-                // Gone meanwhile, or taken by a worker since the check: left, as Node leaves a
-                // locked child.
-                Ok(false) | Err(QueueError::JobLocked { .. } | QueueError::SchedulerJob { .. }) => {
-                }
-                Err(other) => {
-                    return Err(other).with_context(|| format!("removing child {key}"));
-                }
-            }
-        }
-        Ok(removed)
-    })
-}
-
-/// Whether a worker holds job `id` (its `:lock` key exists).
-async fn locked(queue: &Queue, id: &str) -> Result<bool> {
-    let Some(client) = queue.redis_client() else {
-        return Ok(false);
-    };
-    let found: u64 = client
-        .exists(queue.keys().lock(id))
-        .await
-        .with_context(|| format!("reading the lock of job {id:?}"))?;
-    Ok(found > 0)
 }

@@ -45,7 +45,7 @@ impl QueueMaintenance for RedisQueueStore {
         Ok(calls::remove_child_dependency(&self.client, &self.keys, job_id).await?)
     }
 
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<()> {
+    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
         Ok(calls::remove_unprocessed_children(&self.client, &self.keys, job_id).await?)
     }
 

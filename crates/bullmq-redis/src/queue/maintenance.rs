@@ -126,12 +126,11 @@ pub(crate) async fn remove_unprocessed_children(
     client: &Client,
     keys: &QueueKeys,
     job_id: &str,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let reply: Value = REMOVE_UNPROCESSED_CHILDREN
         .run(client, vec![keys.job(job_id)], Vec::new())
         .await?;
-    integer(REMOVE_UNPROCESSED_CHILDREN.name(), &reply)?;
-    Ok(())
+    strings(REMOVE_UNPROCESSED_CHILDREN.name(), reply)
 }
 
 /// The infrastructure suffixes of a queue (Node's queue key map): keys with these names, and

@@ -56,13 +56,25 @@ impl Job {
 }
 
 impl Job {
-    /// Moves this finished job back to be processed (Node `job.retry(state, opts)`), as
+    /// Moves this failed job back to be processed, counters kept (Node `job.retry()`, whose
+    /// defaults are `'failed'` and no reset); [`Job::retry_with`] for a completed job or a
+    /// reset.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Detached`](crate::QueueError::Detached), and those of [`Queue::retry_job`](crate::Queue::retry_job).
+    pub async fn retry(&self) -> Result<()> {
+        self.retry_with(RetryFrom::Failed, RetryReset::none()).await
+    }
+
+    /// Moves this finished job back to be processed from state `from`, resetting the counters
+    /// `reset` names (Node `job.retry(state, opts)`), as
     /// [`Queue::retry_job`](crate::Queue::retry_job).
     ///
     /// # Errors
     ///
     /// [`QueueError::Detached`](crate::QueueError::Detached), and those of [`Queue::retry_job`](crate::Queue::retry_job).
-    pub async fn retry(&self, from: RetryFrom, reset: RetryReset) -> Result<()> {
+    pub async fn retry_with(&self, from: RetryFrom, reset: RetryReset) -> Result<()> {
         self.acting_queue()?.retry_job(self.id(), from, reset).await
     }
 
@@ -260,12 +272,13 @@ impl Job {
     }
 
     /// Removes this parent's pending children (Node `job.removeUnprocessedChildren()`), as
-    /// [`Queue::remove_unprocessed_children`](crate::Queue::remove_unprocessed_children).
+    /// [`Queue::remove_unprocessed_children`](crate::Queue::remove_unprocessed_children), whose
+    /// reply (the keys of the jobs removed) it returns.
     ///
     /// # Errors
     ///
     /// [`QueueError::Detached`](crate::QueueError::Detached), [`QueueError::Redis`](crate::QueueError::Redis).
-    pub async fn remove_unprocessed_children(&self) -> Result<()> {
+    pub async fn remove_unprocessed_children(&self) -> Result<Vec<String>> {
         self.acting_queue()?
             .remove_unprocessed_children(self.id())
             .await

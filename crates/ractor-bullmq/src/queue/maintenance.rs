@@ -149,11 +149,13 @@ impl Queue {
     /// recursively through their own pending children, each with its keys and a `removed`
     /// event in its queue (Node `job.removeUnprocessedChildren()`). Children holding a lock,
     /// and failed ones, are kept; a parent left without pending children moves to `wait`.
+    /// Returns the job keys (`{prefix}:{queue}:{id}`) of the jobs removed, each after its own
+    /// children (Node returns nothing).
     ///
     /// # Errors
     ///
     /// As [`Queue::get_delayed_count`].
-    pub async fn remove_unprocessed_children(&self, job_id: &str) -> Result<()> {
+    pub async fn remove_unprocessed_children(&self, job_id: &str) -> Result<Vec<String>> {
         Ok(self.store().remove_unprocessed_children(job_id).await?)
     }
 
