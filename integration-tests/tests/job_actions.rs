@@ -136,7 +136,14 @@ async fn job_methods_leave_the_same_state_as_nodes() -> Result<()> {
         "f1": node_job(&node_q, "f1", "getState", json!([])).await?,
         "w1": node_job(&node_q, "w1", "getState", json!([])).await?,
         "d2": node_job(&node_q, "d2", "isDelayed", json!([])).await?,
+        "f1_failed": node_job(&node_q, "f1", "isFailed", json!([])).await?,
+        "f1_waiting": node_job(&node_q, "f1", "isWaiting", json!([])).await?,
+        "d1_waiting": node_job(&node_q, "d1", "isWaiting", json!([])).await?,
+        "w1_active": node_job(&node_q, "w1", "isActive", json!([])).await?,
+        "w1_completed": node_job(&node_q, "w1", "isCompleted", json!([])).await?,
+        "w1_waiting_children": node_job(&node_q, "w1", "isWaitingChildren", json!([])).await?,
     });
+    node_job(&node_q, "w1", "clearLogs", json!([0])).await?;
 
     let q = open_queue(&our_q).await?;
     job(&q, "f1").await?.retry().await?;
@@ -157,7 +164,14 @@ async fn job_methods_leave_the_same_state_as_nodes() -> Result<()> {
         "f1": job(&q, "f1").await?.get_state().await?.as_str(),
         "w1": w1.get_state().await?.as_str(),
         "d2": job(&q, "d2").await?.is_delayed().await?,
+        "f1_failed": job(&q, "f1").await?.is_failed().await?,
+        "f1_waiting": job(&q, "f1").await?.is_waiting().await?,
+        "d1_waiting": job(&q, "d1").await?.is_waiting().await?,
+        "w1_active": w1.is_active().await?,
+        "w1_completed": w1.is_completed().await?,
+        "w1_waiting_children": w1.is_waiting_children().await?,
     });
+    w1.clear_logs(0).await?;
     assert_eq!(our_states, node_states);
     assert_eq!(w1.get_state().await?, JobState::Prioritized);
     // The snapshot is the job as read: still the old data until read again.
