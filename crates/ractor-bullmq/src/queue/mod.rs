@@ -43,6 +43,8 @@ use bullmq_redis::RedisQueueStore;
 use serde::Serialize;
 use tracing::Instrument;
 
+use crate::store::TracedQueueStore;
+
 pub use add::AddJob;
 pub use job_control::DEFAULT_MOVE_BATCH;
 pub use options::QueueOptions;
@@ -151,6 +153,7 @@ impl Queue {
         redis: Option<Client>,
         options: QueueOptions,
     ) -> Result<Self> {
+        let store: Arc<dyn QueueStore> = Arc::new(TracedQueueStore::new(store));
         if !options.skip_meta_update {
             store.set_meta(options.max_len_events).await?;
         }
