@@ -99,9 +99,21 @@ fn listed(blocks: &[(String, String)]) -> BTreeMap<String, String> {
     deps
 }
 
+/// This crate's dependencies (`-` as `_`): what the doctests of `docs/` compile against.
+fn doctest_dependencies() -> BTreeSet<String> {
+    let manifest = include_str!("../Cargo.toml");
+    manifest
+        .lines()
+        .filter_map(|l| l.split_once(['=', '.']).map(|(name, _)| name.trim()))
+        .filter(|n| !n.is_empty() && !n.starts_with(['#', '[']))
+        .map(|n| n.replace('-', "_"))
+        .collect()
+}
+
 #[test]
 fn every_rust_block_lists_its_dependencies_and_hides_nothing() {
     let known = known_crates();
+    let compiled_with = doctest_dependencies();
     let mut problems = BTreeSet::new();
     for page in pages() {
         let name = page
@@ -112,6 +124,14 @@ fn every_rust_block_lists_its_dependencies_and_hides_nothing() {
         let text = std::fs::read_to_string(&page).expect("page");
         let blocks = blocks(&text);
         let deps = listed(&blocks);
+        for krate in deps.keys() {
+            if !compiled_with.contains(krate) {
+                problems.insert(format!(
+                    "{name}: lists `{krate}`, which integration-tests/Cargo.toml lacks, so the doctests \
+                     do not compile against it"
+                ));
+            }
+        }
         for (info, body) in blocks.iter().filter(|(info, _)| info.starts_with("rust")) {
             if info.split(',').any(|a| a == "ignore") {
                 problems.insert(format!(
@@ -193,7 +213,7 @@ async fn the_getting_started_node_snippet_runs_as_saved() -> Result<()> {
     let queue_name = common::unique_queue("docs-node-snippet");
     let queue = common::open_queue(&queue_name).await?;
     let job = queue
-        .add("welcome", &json!({ "to": "ada@example.com" }))
+        .add("welcome", json!({ "to": "ada@example.com" }))
         .attempts(3)
         .await?;
 

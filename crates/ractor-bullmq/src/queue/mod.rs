@@ -184,7 +184,8 @@ impl Queue {
         self.inner.redis.as_ref()
     }
 
-    /// The backend's store of this queue.
+    /// The backend's store of this queue, traced: each call opens its `bullmq.store.<method>`
+    /// span (see `docs/telemetry.md`).
     pub fn store(&self) -> &Arc<dyn QueueStore> {
         &self.inner.store
     }
