@@ -328,3 +328,15 @@ async fn the_catalogue_lists_exactly_the_spans_and_metrics_emitted() {
         "catalogue vs emitted metrics"
     );
 }
+
+/// The events table lists exactly the catalogue's event names (`telemetry_catalogue.rs`
+/// emits each of those); it emits nothing itself, so it cannot disturb the capture above.
+#[test]
+fn the_catalogue_lists_exactly_the_event_names() {
+    let listed = catalogue("Events", "bullmq.");
+    let named: BTreeSet<String> = ractor_bullmq::telemetry::event_names::ALL
+        .iter()
+        .map(|n| (*n).to_owned())
+        .collect();
+    assert_eq!(listed, named);
+}
