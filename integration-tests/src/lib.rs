@@ -1,5 +1,12 @@
 //! Integration tests live in `tests/`; this library only compiles the code of the guides and
 //! recipes under `docs/` (each file as doctests), so every example there compiles as shown.
+//!
+//! The blocks are what a reader copies: complete programs or complete functions, no hidden
+//! `# ` lines, each page's crates listed in a `toml` block (this crate's dev-dependencies
+//! provide them, `ractor-bullmq` with `test-util`); `tests/docs_examples.rs` checks the lists
+//! and runs the Node snippet of getting-started. Blocks marked `no_run` are programs that
+//! wait for Ctrl-C or write to a fixed queue such as `emails`, which a shared CI Redis must not
+//! get; the rest run (functions defined in a block are compiled, not called).
 
 /// `docs/guides/schedulers.md`.
 #[cfg(doctest)]

@@ -46,6 +46,8 @@ use bullmq_redis::RedisQueueStore;
 use serde::Serialize;
 use tracing::Instrument;
 
+use crate::store::TracedQueueStore;
+
 pub use add::AddJob;
 pub use batch_options::{CleanOptions, PromoteJobsOptions, RetryJobsOptions};
 pub use options::QueueOptions;
@@ -162,6 +164,7 @@ impl Queue {
         redis: Option<Client>,
         options: QueueOptions,
     ) -> Result<Self> {
+        let store: Arc<dyn QueueStore> = Arc::new(TracedQueueStore::new(store));
         if !options.skip_meta_update {
             store.set_meta(options.max_len_events).await?;
         }
@@ -192,7 +195,8 @@ impl Queue {
         self.inner.redis.as_ref()
     }
 
-    /// The backend's store of this queue.
+    /// The backend's store of this queue, traced: each call opens its `bullmq.store.<method>`
+    /// span (see `docs/telemetry.md`).
     pub fn store(&self) -> &Arc<dyn QueueStore> {
         &self.inner.store
     }

@@ -1,13 +1,11 @@
-//! [`Traced`]: a store wrapper that opens one `bullmq.store.*` span per call.
+//! [`Traced`]: a worker's (or a flow producer's) store wrapper that opens one `bullmq.store.*`
+//! span per call. The Queue's store has its generated twin in `traced_queue.rs`.
 
 use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bullmq_backend::{
-    ControlOutcome, FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore, GlobalRateLimit,
-    JobControl, LockOutcome, QueueControl, QueueStore, RetryFrom, RetryReset,
-};
+use bullmq_backend::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore};
 use bullmq_protocol::keys::QueueKeys;
 use tracing::{Instrument, Span};
 
@@ -24,7 +22,7 @@ pub struct Traced<S>(pub S);
 /// Runs `call` inside `span`, then records on it what `record` reads from a success and the
 /// error of a failure (the span declares the fields, as `Empty`). The one instrumentation
 /// helper of every seam call.
-async fn in_span<T>(
+pub(super) async fn in_span<T>(
     span: Span,
     call: impl Future<Output = StoreResult<T>>,
     record: impl FnOnce(&Span, &T),
@@ -222,7 +220,7 @@ impl<S: Store> JobFlows for Traced<S> {
     ) -> StoreResult<DependencyPage> {
         let span = store_span!(
             debug_span,
-            "bullmq.store.get_dependencies",
+            "bullmq.store.get_dependencies_page",
             self.queue_name(),
             job_id
         );
@@ -312,295 +310,5 @@ impl<S: FlowStore> FlowStore for Traced<S> {
 
     async fn close(&self) -> StoreResult<()> {
         self.0.close().await
-    }
-}
-
-/// Queue control: one DEBUG span per call, `queue` and the call's scalar argument.
-#[async_trait]
-impl<S: QueueStore> QueueControl for Traced<S> {
-    async fn set_global_concurrency(&self, concurrency: u64) -> StoreResult<()> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.set_global_concurrency",
-            QueueStore::queue_name(&self.0),
-            concurrency
-        );
-        in_span(span, self.0.set_global_concurrency(concurrency), |_, _| {}).await
-    }
-
-    async fn get_global_concurrency(&self) -> StoreResult<Option<u64>> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.get_global_concurrency",
-            QueueStore::queue_name(&self.0)
-        );
-        in_span(span, self.0.get_global_concurrency(), |_, _| {}).await
-    }
-
-    async fn remove_global_concurrency(&self) -> StoreResult<bool> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.remove_global_concurrency",
-            QueueStore::queue_name(&self.0)
-        );
-        in_span(span, self.0.remove_global_concurrency(), |_, _| {}).await
-    }
-
-    async fn set_global_rate_limit(&self, limit: GlobalRateLimit) -> StoreResult<()> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.set_global_rate_limit",
-            QueueStore::queue_name(&self.0),
-            max = limit.max,
-            duration_ms = limit.duration_ms()
-        );
-        in_span(span, self.0.set_global_rate_limit(limit), |_, _| {}).await
-    }
-
-    async fn get_global_rate_limit(&self) -> StoreResult<Option<GlobalRateLimit>> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.get_global_rate_limit",
-            QueueStore::queue_name(&self.0)
-        );
-        in_span(span, self.0.get_global_rate_limit(), |_, _| {}).await
-    }
-
-    async fn remove_global_rate_limit(&self) -> StoreResult<u64> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.remove_global_rate_limit",
-            QueueStore::queue_name(&self.0)
-        );
-        in_span(span, self.0.remove_global_rate_limit(), |_, _| {}).await
-    }
-
-    async fn set_rate_limit(&self, ttl_ms: u64) -> StoreResult<()> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.set_rate_limit",
-            QueueStore::queue_name(&self.0),
-            ttl_ms
-        );
-        in_span(span, self.0.set_rate_limit(ttl_ms), |_, _| {}).await
-    }
-
-    async fn get_rate_limit_ttl(&self, max_jobs: Option<u64>) -> StoreResult<i64> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.get_rate_limit_ttl",
-            QueueStore::queue_name(&self.0),
-            max_jobs = tracing::field::debug(max_jobs)
-        );
-        in_span(span, self.0.get_rate_limit_ttl(max_jobs), |_, _| {}).await
-    }
-
-    async fn remove_rate_limit_key(&self) -> StoreResult<bool> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.remove_rate_limit_key",
-            QueueStore::queue_name(&self.0)
-        );
-        in_span(span, self.0.remove_rate_limit_key(), |_, _| {}).await
-    }
-
-    async fn is_maxed(&self) -> StoreResult<bool> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.is_maxed",
-            QueueStore::queue_name(&self.0)
-        );
-        in_span(span, self.0.is_maxed(), |_, _| {}).await
-    }
-
-    async fn trim_events(&self, max_length: u64) -> StoreResult<u64> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.trim_events",
-            QueueStore::queue_name(&self.0),
-            max_length
-        );
-        in_span(span, self.0.trim_events(max_length), |_, _| {}).await
-    }
-
-    async fn get_deduplication_job_id(&self, dedup_id: &str) -> StoreResult<Option<String>> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.get_deduplication_job_id",
-            QueueStore::queue_name(&self.0),
-            dedup_id
-        );
-        in_span(span, self.0.get_deduplication_job_id(dedup_id), |_, _| {}).await
-    }
-
-    async fn remove_deduplication_key(&self, dedup_id: &str) -> StoreResult<bool> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.remove_deduplication_key",
-            QueueStore::queue_name(&self.0),
-            dedup_id
-        );
-        in_span(span, self.0.remove_deduplication_key(dedup_id), |_, _| {}).await
-    }
-
-    async fn get_counts_per_priority(&self, priorities: &[u32]) -> StoreResult<Vec<u64>> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.get_counts_per_priority",
-            QueueStore::queue_name(&self.0),
-            priorities = priorities.len()
-        );
-        in_span(span, self.0.get_counts_per_priority(priorities), |_, _| {}).await
-    }
-}
-
-/// Job control: one DEBUG span per call, `queue`, `job_id` and the outcome.
-#[async_trait]
-impl<S: QueueStore> JobControl for Traced<S> {
-    async fn retry_job(
-        &self,
-        job_id: &str,
-        from: RetryFrom,
-        reset: RetryReset,
-    ) -> StoreResult<ControlOutcome> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.retry_job",
-            self.0.queue_name(),
-            job_id,
-            from = from.as_str(),
-            outcome = tracing::field::Empty
-        );
-        in_span(span, self.0.retry_job(job_id, from, reset), |span, o| {
-            span.record("outcome", tracing::field::debug(o));
-        })
-        .await
-    }
-
-    async fn promote_job(&self, job_id: &str) -> StoreResult<ControlOutcome> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.promote_job",
-            self.0.queue_name(),
-            job_id,
-            outcome = tracing::field::Empty
-        );
-        in_span(span, self.0.promote_job(job_id), |span, o| {
-            span.record("outcome", tracing::field::debug(o));
-        })
-        .await
-    }
-
-    async fn change_priority(
-        &self,
-        job_id: &str,
-        priority: u32,
-        lifo: bool,
-    ) -> StoreResult<ControlOutcome> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.change_priority",
-            self.0.queue_name(),
-            job_id,
-            priority,
-            outcome = tracing::field::Empty
-        );
-        in_span(
-            span,
-            self.0.change_priority(job_id, priority, lifo),
-            |span, o| {
-                span.record("outcome", tracing::field::debug(o));
-            },
-        )
-        .await
-    }
-
-    async fn change_delay(&self, job_id: &str, delay: Duration) -> StoreResult<ControlOutcome> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.change_delay",
-            self.0.queue_name(),
-            job_id,
-            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-            outcome = tracing::field::Empty
-        );
-        in_span(span, self.0.change_delay(job_id, delay), |span, o| {
-            span.record("outcome", tracing::field::debug(o));
-        })
-        .await
-    }
-
-    async fn clear_logs(&self, job_id: &str, keep: u64) -> StoreResult<()> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.clear_logs",
-            self.0.queue_name(),
-            job_id,
-            keep
-        );
-        in_span(span, self.0.clear_logs(job_id, keep), |_, _| {}).await
-    }
-
-    async fn retry_jobs(
-        &self,
-        from: RetryFrom,
-        count: u32,
-        finished_by_ms: u64,
-    ) -> StoreResult<u64> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.retry_jobs",
-            self.0.queue_name(),
-            from = from.as_str(),
-            count,
-            finished_by_ms,
-            moved = tracing::field::Empty
-        );
-        in_span(
-            span,
-            self.0.retry_jobs(from, count, finished_by_ms),
-            |span, moved| {
-                span.record("moved", *moved);
-            },
-        )
-        .await
-    }
-
-    async fn promote_jobs(&self, count: u32) -> StoreResult<u64> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.promote_jobs",
-            self.0.queue_name(),
-            count,
-            moved = tracing::field::Empty
-        );
-        in_span(span, self.0.promote_jobs(count), |span, moved| {
-            span.record("moved", *moved);
-        })
-        .await
-    }
-
-    async fn extend_lock(
-        &self,
-        job_id: &str,
-        token: &str,
-        duration: Duration,
-    ) -> StoreResult<LockOutcome> {
-        let span = store_span!(
-            debug_span,
-            "bullmq.store.extend_lock",
-            self.0.queue_name(),
-            job_id,
-            duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-            outcome = tracing::field::Empty
-        );
-        in_span(
-            span,
-            self.0.extend_lock(job_id, token, duration),
-            |span, o| {
-                span.record("outcome", tracing::field::debug(o));
-            },
-        )
-        .await
     }
 }

@@ -26,15 +26,23 @@
 //! | `bullmq.store.check_stalled` | DEBUG | `queue`, `recovered` | the traced `Store` |
 //! | `bullmq.store.wait_for_job` | TRACE | `queue` | the traced `Store` |
 //! | `bullmq.store.update_progress`, `.add_log`, `.update_data` | DEBUG | `queue`, `job_id` | the traced `Store` |
-//! | `bullmq.store.get_dependencies`, `.get_dependency_counts` | DEBUG | `queue`, `job_id` | the traced `Store` |
+//! | `bullmq.store.get_dependencies`, `.get_dependency_counts`, `.get_dependencies_page` | DEBUG | `queue`, `job_id` | the traced `Store`, a Queue's store |
 //! | `bullmq.store.schedule_next_iteration` | DEBUG | `queue`, `job_id` | the traced `Store` |
 //! | `bullmq.store.move_to_waiting_children`, `.move_to_wait` | DEBUG | `queue`, `job_id` | the traced `Store` |
-//! | `bullmq.store.retry_job`, `.promote_job`, `.change_priority`, `.change_delay`, `.clear_logs` | DEBUG | `queue`, `job_id`, `from` (retry), `priority`, `delay_ms`, `keep` (clear_logs), `outcome` | the traced `JobControl` |
-//! | `bullmq.store.retry_jobs`, `.promote_jobs` | DEBUG | `queue`, `from` (retry), `count`, `finished_by_ms` (retry), `moved` | the traced `JobControl` |
-//! | `bullmq.store.extend_lock` | DEBUG | `queue`, `job_id`, `duration_ms`, `outcome` | the traced `JobControl` |
+//! | `bullmq.store.retry_job`, `.promote_job`, `.change_priority`, `.change_delay`, `.clear_logs` | DEBUG | `queue`, `job_id`, `from` (retry), `priority`, `delay_ms`, `keep` (clear_logs), `outcome` | a Queue's store |
+//! | `bullmq.store.retry_jobs`, `.promote_jobs` | DEBUG | `queue`, `from` (retry), `count`, `finished_by_ms` (retry), `moved` | a Queue's store |
+//! | `bullmq.store.extend_lock` | DEBUG | `queue`, `job_id`, `duration_ms`, `outcome` | a Queue's store |
+//! | `bullmq.store.add`, `.add_bulk`, `.set_meta`, `.get_meta`, `.get_counts`, `.get_ranges`, `.get_state`, `.get_job`, `.job_end`, `.get_job_logs`, `.pause`, `.resume`, `.is_paused`, `.drain`, `.clean`, `.obliterate_batch`, `.remove_job`, `.get_metrics` | DEBUG | `queue` and the call's scalar arguments (`job_id`, `count`, `states` = their number, `start`/`end`, …); `removed` (drain), `outcome` (remove_job) | a Queue's store |
+//! | `bullmq.store.upsert_job_scheduler`, `.get_job_scheduler`, `.get_job_schedulers`, `.get_job_schedulers_count`, `.remove_job_scheduler`, `.create_next_iteration` | DEBUG | `queue`, `scheduler` (its id) or `job_id` | a Queue's store |
 //! | `bullmq.store.add_flow` | DEBUG | `queue` (the first node's), `jobs` | the traced `FlowStore` |
 //! | `bullmq.store.read_flow_node` | DEBUG | `queue`, `job_id` | the traced `FlowStore` |
-//! | `bullmq.store.set_global_concurrency`, `.get_global_concurrency`, `.remove_global_concurrency`, `.set_global_rate_limit`, `.get_global_rate_limit`, `.remove_global_rate_limit`, `.set_rate_limit`, `.get_rate_limit_ttl`, `.remove_rate_limit_key`, `.is_maxed`, `.trim_events`, `.get_deduplication_job_id`, `.remove_deduplication_key`, `.get_counts_per_priority` | DEBUG | `queue` and the call's argument (`concurrency`, `max`/`duration_ms`, `ttl_ms`, `max_jobs`, `max_length`, `dedup_id`, `priorities` = their number) | the traced `QueueControl` |
+//! | `bullmq.store.set_global_concurrency`, `.get_global_concurrency`, `.remove_global_concurrency`, `.set_global_rate_limit`, `.get_global_rate_limit`, `.remove_global_rate_limit`, `.set_rate_limit`, `.get_rate_limit_ttl`, `.remove_rate_limit_key`, `.is_maxed`, `.trim_events`, `.get_deduplication_job_id`, `.remove_deduplication_key`, `.get_counts_per_priority` | DEBUG | `queue` and the call's argument (`concurrency`, `max`/`duration_ms`, `ttl_ms`, `max_jobs`, `max_length`, `dedup_id`, `priorities` = their number) | a Queue's store |
+//!
+//! A Queue's store is every `Queue`'s [`QueueStore`](bullmq_backend::QueueStore) wrapped with one
+//! span per seam method, `bullmq.store.<method>` (generated, one line per method, in
+//! `store/traced_queue.rs`). `docs/telemetry.md` lists each name in full;
+//! `tests/telemetry_emitted.rs` checks that its span and metric tables are exactly what is
+//! emitted.
 //!
 //! Every `bullmq.store.*` span also has an `error` field recorded when the call fails. The
 //! `bullmq.queue.add` span carries `otel.kind` = `producer`, so with `tracing-opentelemetry`

@@ -19,7 +19,8 @@ pub mod span_names {
     pub const FLOW_GET: &str = "bullmq.flow.get_flow";
     /// One attempt of one job in a worker.
     pub const WORKER_PROCESS: &str = "bullmq.worker.process";
-    /// Prefix of the spans around every Redis call of a worker's store.
+    /// Prefix of the spans around every call through the backend seam (a Worker's, a Queue's
+    /// or a FlowProducer's store).
     pub const STORE_PREFIX: &str = "bullmq.store.";
 }
 
