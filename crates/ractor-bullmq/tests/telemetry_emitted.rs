@@ -119,6 +119,15 @@ async fn every_queue_store_call(queue: &Queue) {
         .extend_lock("1", "token", Duration::from_secs(1))
         .await;
     let _ = store.get_metrics(MetricsKind::Completed, 0, -1).await;
+    let _ = store
+        .get_delayed_count_before(bullmq_backend::now_ms())
+        .await;
+    let _ = store.remove_deprecated_priority_key().await;
+    let _ = store.is_job_scheduler("every-minute").await;
+    let _ = store.remove_owned_deduplication_key("d", "1").await;
+    let _ = store.remove_child_dependency("1").await;
+    let _ = store.remove_unprocessed_children("1").await;
+    let _ = store.remove_orphaned_jobs(1_000, 0).await;
     let _ = store.clean(JobState::Completed, 0, 0).await;
     let _ = store.drain(true).await;
     let _ = store.remove_job("1", false).await;
@@ -292,6 +301,10 @@ async fn the_catalogue_lists_exactly_the_spans_and_metrics_emitted() {
         .get_flow(GetFlowOptions::new(root.job.id(), "catalogue-flow"))
         .await
         .expect("get flow");
+    queue
+        .record_job_counts_metric(&[JobState::Waiting])
+        .await
+        .expect("job counts metric");
     queue.drain(true).await.expect("drain");
 
     // Stalled first: a Worker's own check on start holds the queue's check off for its

@@ -29,10 +29,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    AddResult, ControlOutcome, Dependencies, DependencyCounts, DependencyKind, DependencyPage,
-    GlobalRateLimit, JobControl, JobEnd, JobFlows, JobRecord, JobSchedulers, JobUpdates,
-    LockOutcome, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer, QueueAdmin,
-    QueueControl, QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome,
+    AddResult, ChildDependency, ControlOutcome, Dependencies, DependencyCounts, DependencyKind,
+    DependencyPage, GlobalRateLimit, JobControl, JobEnd, JobFlows, JobRecord, JobSchedulers,
+    JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer,
+    QueueAdmin, QueueControl, QueueMaintenance, QueueStore, RemoveOutcome, RetryFrom, RetryReset,
+    UpsertOutcome,
 };
 use bullmq_protocol::scheduler::{JobSchedulerRecord, NextIterationPlan, UpsertPlan};
 use bullmq_protocol::state::JobState;
@@ -184,6 +185,16 @@ traced_impl!(JobControl {
     fn promote_jobs(count: u32) -> u64 [count] => moved;
     fn extend_lock(job_id: &str, token: &str, duration: Duration) -> LockOutcome
         [job_id, duration_ms = millis(duration)] => outcome;
+});
+
+traced_impl!(QueueMaintenance {
+    fn get_delayed_count_before(timestamp_ms: u64) -> u64 [timestamp_ms];
+    fn remove_deprecated_priority_key() -> bool [];
+    fn is_job_scheduler(id: &str) -> bool [scheduler = id];
+    fn remove_owned_deduplication_key(dedup_id: &str, job_id: &str) -> bool [dedup_id, job_id];
+    fn remove_child_dependency(job_id: &str) -> ChildDependency [job_id] => outcome;
+    fn remove_unprocessed_children(job_id: &str) -> Vec<String> [job_id] => removed;
+    fn remove_orphaned_jobs(count: u32, limit: u64) -> u64 [count, limit] => removed;
 });
 
 #[async_trait]
