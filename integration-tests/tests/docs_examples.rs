@@ -17,7 +17,11 @@ use serde_json::json;
 /// The pages whose code a reader copies.
 fn pages() -> Vec<PathBuf> {
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
-    let mut pages = vec![docs.join("telemetry.md")];
+    let mut pages = vec![
+        docs.join("scaling.md"),
+        docs.join("supervision.md"),
+        docs.join("telemetry.md"),
+    ];
     for dir in ["guides", "recipes"] {
         let mut found: Vec<PathBuf> = std::fs::read_dir(docs.join(dir))
             .expect("docs dir")
