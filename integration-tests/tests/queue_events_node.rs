@@ -299,6 +299,16 @@ async fn node_get_queue_events_lists_our_connection() -> anyhow::Result<()> {
     let listed: serde_json::Value = serde_json::from_slice(&output.stdout)?;
     // Node matches `{prefix}:{base64(queue)}:qe` and reports the queue name for each match.
     assert_eq!(listed["names"], json!([queue]));
+    // Ours reads the same connections (Node's `getQueueEvents`).
+    let q = ractor_bullmq::Queue::new(&queue, ractor_bullmq::QueueOptions::from_env()?).await?;
+    let ours: Vec<String> = q
+        .get_queue_events()
+        .await?
+        .into_iter()
+        .map(|c| c.fields["name"].clone())
+        .collect();
+    assert_eq!(json!(ours), listed["names"]);
+    q.close().await?;
     events.close().await;
     cleanup(&queue).await?;
     Ok(())

@@ -51,6 +51,23 @@ pub struct WorkerInfo {
 pub fn parse_client_list(list: &str, keys: &QueueKeys) -> Vec<WorkerInfo> {
     let unnamed = keys.worker_client_name(None);
     let named_prefix = format!("{unnamed}:w:");
+    parse_clients(list, keys, |raw_name| {
+        if raw_name == unnamed {
+            Some(None)
+        } else {
+            Some(Some(raw_name.strip_prefix(&named_prefix)?.to_owned()))
+        }
+    })
+}
+
+/// The connections of a `CLIENT LIST` reply that `pick` accepts (it maps a connection's raw
+/// name to the [`WorkerInfo::worker_name`] to report, or `None` to skip it), each with its
+/// fields as Node reports them (`name` replaced by the queue's name, `rawname` kept).
+fn parse_clients(
+    list: &str,
+    keys: &QueueKeys,
+    pick: impl Fn(&str) -> Option<Option<String>>,
+) -> Vec<WorkerInfo> {
     list.lines()
         .filter_map(|line| {
             // As Node: split on spaces, then each pair at its first `=`.
@@ -63,11 +80,7 @@ pub fn parse_client_list(list: &str, keys: &QueueKeys) -> Vec<WorkerInfo> {
                 })
                 .collect();
             let raw_name = fields.get("name")?.clone();
-            let worker_name = if raw_name == unnamed {
-                None
-            } else {
-                Some(raw_name.strip_prefix(&named_prefix)?.to_owned())
-            };
+            let worker_name = pick(&raw_name)?;
             fields.insert("name".into(), keys.name().to_owned());
             fields.insert("rawname".into(), raw_name.clone());
             let secs = |key: &str| {
@@ -143,6 +156,32 @@ impl Queue {
     /// Read-only: cancelling loses nothing.
     pub async fn get_workers_count(&self) -> Result<usize> {
         Ok(self.get_workers().await?.len())
+    }
+
+    /// The QueueEvents readers of this queue, any language, read from `CLIENT LIST` as Node's
+    /// (deprecated) `queue.getQueueEvents()`: connections named exactly
+    /// `{prefix}:{base64(queue)}:qe`, of the node listing the most on a cluster. Each entry's
+    /// [`WorkerInfo::worker_name`] is `None`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::get_workers`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Read-only: cancelling loses nothing.
+    pub async fn get_queue_events(&self) -> Result<Vec<WorkerInfo>> {
+        let client = self.redis_client().ok_or(QueueError::RedisOnly {
+            operation: "get_queue_events",
+        })?;
+        let lists = bullmq_redis::cluster::client_lists(client).await?;
+        let name = bullmq_redis::events::queue_events_client_name(self.keys());
+        let keys = self.keys();
+        Ok(lists
+            .iter()
+            .map(|list| parse_clients(list, keys, |raw| (raw == name).then_some(None)))
+            .max_by_key(Vec::len)
+            .unwrap_or_default())
     }
 }
 
