@@ -6,6 +6,7 @@
 //! the same events per job. A `Job` built by hand refuses every action, writing nothing.
 
 mod common;
+mod node_steps;
 mod raw_state;
 
 use std::time::Duration;
@@ -13,36 +14,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use common::*;
 use fred::prelude::KeysInterface;
+use node_steps::{add, node_admin, prepare};
 use ractor_bullmq::protocol::state::JobState;
 use ractor_bullmq::{Job, QueueError};
 use raw_state::{assert_same_state, per_job_events, snapshot};
 use serde_json::{json, Value};
-
-/// A `manual.js` step adding job `id` (its name) with `opts`.
-fn add(id: &str, opts: Value) -> Value {
-    let mut opts = opts;
-    opts["jobId"] = json!(id);
-    json!({"op": "add", "name": id, "data": {"id": id}, "opts": opts})
-}
-
-/// Runs `steps` through `node/manual.js` on `queue`; every step must succeed.
-async fn prepare(queue: &str, steps: Value) -> Result<()> {
-    let report = run_node("manual.js", &json!({"queue": queue, "steps": steps})).await?;
-    let results = report["results"].as_array().cloned().unwrap_or_default();
-    assert!(
-        results.iter().all(|r| r.get("error").is_none()),
-        "preparation failed: {report}"
-    );
-    Ok(())
-}
-
-/// One `node/admin.js` operation on `queue`; its `result`.
-async fn node_admin(queue: &str, op: &str, args: Value) -> Result<Value> {
-    let mut arg = args;
-    arg["queue"] = json!(queue);
-    arg["op"] = json!(op);
-    Ok(run_node("admin.js", &arg).await?["result"].clone())
-}
 
 /// Node's `job[action](...args)` on job `id` of `queue`.
 async fn node_job(queue: &str, id: &str, action: &str, args: Value) -> Result<Value> {

@@ -7,6 +7,7 @@
 //! and we read Node's; our refusals are typed and write nothing.
 
 mod common;
+mod node_steps;
 mod raw_state;
 
 use std::time::{Duration, UNIX_EPOCH};
@@ -14,37 +15,11 @@ use std::time::{Duration, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use common::*;
 use fred::prelude::{HashesInterface, KeysInterface, SetsInterface, SortedSetsInterface};
+use node_steps::{add, node_admin, prepare};
 use ractor_bullmq::protocol::state::JobState;
 use ractor_bullmq::{ObliterateOptions, QueueError, RemoveOptions, RetryFrom};
 use raw_state::{assert_same_state, per_job_events, snapshot};
 use serde_json::{json, Value};
-
-/// A `manual.js` step adding job `id` (its name) with `opts`.
-fn add(id: &str, opts: Value) -> Value {
-    let mut opts = opts;
-    opts["jobId"] = json!(id);
-    json!({"op": "add", "name": id, "data": {"id": id}, "opts": opts})
-}
-
-/// Runs `steps` through `node/manual.js` on `queue` (fetching with token `tok`); every step
-/// must succeed.
-async fn prepare(queue: &str, steps: Value) -> Result<()> {
-    let report = run_node("manual.js", &json!({"queue": queue, "steps": steps})).await?;
-    let results = report["results"].as_array().cloned().unwrap_or_default();
-    assert!(
-        results.iter().all(|r| r.get("error").is_none()),
-        "preparation failed: {report}"
-    );
-    Ok(())
-}
-
-/// One `node/admin.js` operation on `queue`; its `result`.
-async fn node_admin(queue: &str, op: &str, args: Value) -> Result<Value> {
-    let mut arg = args;
-    arg["queue"] = json!(queue);
-    arg["op"] = json!(op);
-    Ok(run_node("admin.js", &arg).await?["result"].clone())
-}
 
 /// Whether `queue`'s wake-up marker holds the "jobs are ready" member (`0`); the snapshot
 /// leaves the marker out, but no worker runs in these tests, so it must match Node's.

@@ -6,6 +6,7 @@
 //! and must return the same values and leave the same raw Redis state.
 
 mod common;
+mod node_steps;
 mod raw_state;
 
 use std::time::{Duration, UNIX_EPOCH};
@@ -13,36 +14,11 @@ use std::time::{Duration, UNIX_EPOCH};
 use anyhow::Result;
 use common::*;
 use fred::prelude::{HashesInterface, KeysInterface, ListInterface};
+use node_steps::{add, node_admin, prepare};
 use ractor_bullmq::protocol::state::JobState;
 use ractor_bullmq::QueueError;
 use raw_state::{assert_same_state, snapshot};
 use serde_json::{json, Value};
-
-/// A `manual.js` step adding job `id` (its name) with `opts`.
-fn add(id: &str, opts: Value) -> Value {
-    let mut opts = opts;
-    opts["jobId"] = json!(id);
-    json!({"op": "add", "name": id, "data": {"id": id}, "opts": opts})
-}
-
-/// Runs `steps` through `node/manual.js` on `queue`; every step must succeed.
-async fn prepare(queue: &str, steps: Value) -> Result<()> {
-    let report = run_node("manual.js", &json!({"queue": queue, "steps": steps})).await?;
-    let results = report["results"].as_array().cloned().unwrap_or_default();
-    assert!(
-        results.iter().all(|r| r.get("error").is_none()),
-        "preparation failed: {report}"
-    );
-    Ok(())
-}
-
-/// One `node/admin.js` operation on `queue`; its `result`.
-async fn node_admin(queue: &str, op: &str, args: Value) -> Result<Value> {
-    let mut arg = args;
-    arg["queue"] = json!(queue);
-    arg["op"] = json!(op);
-    Ok(run_node("admin.js", &arg).await?["result"].clone())
-}
 
 /// Both queues' raw state, each with its own name replaced, must be equal.
 async fn assert_same_as_node(ours: &str, theirs: &str, what: &str) -> Result<()> {
