@@ -52,39 +52,57 @@ async fn scan_node(
         let pattern = format!("{}:*:{marker}", glob_escape(prefix));
         let mut cursor = "0".to_owned();
         loop {
-            let command = CustomCommand::new_static("SCAN", ClusterHash::Random, false);
-            let args = vec![
-                cursor.clone(),
-                "MATCH".into(),
-                pattern.clone(),
-                "COUNT".into(),
-                SCAN_COUNT.to_string(),
-            ];
-            let reply: Value = match &node {
-                Some(node) => {
-                    client
-                        .with_cluster_node(node.clone())
-                        .custom(command, args)
-                        .await?
-                }
-                None => client.custom(command, args).await?,
-            };
-            let mut parts = array("SCAN", reply)?.into_iter();
-            let (Some(next), Some(keys)) = (parts.next(), parts.next()) else {
-                return Err(unexpected("SCAN", "cursor and keys expected"));
-            };
+            let (next, keys) =
+                scan_step(client, node.as_ref(), &cursor, &pattern, SCAN_COUNT).await?;
             names.extend(
-                strings("SCAN", keys)?
-                    .iter()
+                keys.iter()
                     .filter_map(|key| queue_name(key, prefix, marker)),
             );
-            cursor = string("SCAN", next)?;
+            cursor = next;
             if cursor == "0" {
                 break;
             }
         }
     }
     Ok(())
+}
+
+/// One `SCAN cursor MATCH pattern COUNT count` step on `node` (or the only server): the next
+/// cursor (`"0"` when done) and the keys found.
+///
+/// # Errors
+///
+/// [`crate::RedisError::Command`] when SCAN fails, [`crate::RedisError::UnexpectedReply`] on a
+/// reply without a cursor and keys.
+pub(crate) async fn scan_step(
+    client: &Client,
+    node: Option<&Server>,
+    cursor: &str,
+    pattern: &str,
+    count: u32,
+) -> Result<(String, Vec<String>)> {
+    let command = CustomCommand::new_static("SCAN", ClusterHash::Random, false);
+    let args = vec![
+        cursor.to_owned(),
+        "MATCH".into(),
+        pattern.to_owned(),
+        "COUNT".into(),
+        count.max(1).to_string(),
+    ];
+    let reply: Value = match node {
+        Some(node) => {
+            client
+                .with_cluster_node(node.clone())
+                .custom(command, args)
+                .await?
+        }
+        None => client.custom(command, args).await?,
+    };
+    let mut parts = array("SCAN", reply)?.into_iter();
+    let (Some(next), Some(keys)) = (parts.next(), parts.next()) else {
+        return Err(unexpected("SCAN", "cursor and keys expected"));
+    };
+    Ok((string("SCAN", next)?, strings("SCAN", keys)?))
 }
 
 /// The queue name in `{prefix}:{name}:{marker}`, if `key` has that shape.

@@ -13,10 +13,9 @@ use fred::interfaces::ClusterInterface;
 use fred::prelude::{
     Client, ClientLike, HashesInterface, KeysInterface, SortedSetsInterface, Value,
 };
-use fred::types::{ClusterHash, CustomCommand};
 
-use super::discover::glob_escape;
-use super::reply::{array, integer, string, strings, unexpected};
+use super::discover::{glob_escape, scan_step};
+use super::reply::{integer, strings, unexpected};
 use super::scripts::{
     REMOVE_CHILD_DEPENDENCY, REMOVE_ORPHANED_JOBS, REMOVE_OWNED_DEDUP_KEY,
     REMOVE_UNPROCESSED_CHILDREN,
@@ -207,29 +206,8 @@ pub(crate) async fn remove_orphaned_jobs(
     let mut removed = 0;
     let mut cursor = "0".to_owned();
     loop {
-        let command = CustomCommand::new_static("SCAN", ClusterHash::Random, false);
-        let args = vec![
-            cursor.clone(),
-            "MATCH".into(),
-            pattern.clone(),
-            "COUNT".into(),
-            count.max(1).to_string(),
-        ];
-        let reply: Value = match &node {
-            Some(node) => {
-                client
-                    .with_cluster_node(node.clone())
-                    .custom(command, args)
-                    .await?
-            }
-            None => client.custom(command, args).await?,
-        };
-        let mut parts = array("SCAN", reply)?.into_iter();
-        let (Some(next), Some(found)) = (parts.next(), parts.next()) else {
-            return Err(unexpected("SCAN", "cursor and keys expected"));
-        };
-        cursor = string("SCAN", next)?;
-        let found = strings("SCAN", found)?;
+        let (next, found) = scan_step(client, node.as_ref(), &cursor, &pattern, count).await?;
+        cursor = next;
         let candidates: BTreeSet<&str> = found
             .iter()
             .filter_map(|key| candidate_id(key, base))
