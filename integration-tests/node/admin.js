@@ -30,6 +30,7 @@
 //   recordJobCountsMetric     {types?}            queue.recordJobCountsMetric(...types)
 //   isJobScheduler            {id}                (await queue.jobScheduler).isJobScheduler(id)
 //   jobAction                 {id, action, args?} job[action](...args) on Job.fromId
+//   stateJobIds               {getter}            queue[getter]() (getWaiting, getFailed, ...): the ids
 // Output: {result: <what the BullMQ call returned, or null>}
 
 const { Job } = require('bullmq');
@@ -54,6 +55,7 @@ const OPS = {
   },
   getJobState: (queue, a) => queue.getJobState(String(a.id)),
   getMeta: queue => queue.getMeta(),
+  stateJobIds: async (queue, a) => (await queue[a.getter]()).map(job => job.id),
   retryJobs: (queue, a) => {
     const opts = {};
     for (const key of ['state', 'count', 'timestamp']) if (a[key] !== undefined) opts[key] = a[key];

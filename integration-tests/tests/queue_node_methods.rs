@@ -285,3 +285,70 @@ async fn remove_orphaned_jobs_leaves_the_same_state_as_node() -> Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_getters_list_what_nodes_list_in_nodes_order() -> Result<()> {
+    if !node_available() {
+        return Ok(());
+    }
+    let queue = unique_queue("qnm-states");
+    let get = json!({"op": "get", "token": "tok", "block": false});
+    let complete = json!({"op": "complete", "value": 1, "fetchNext": false});
+    let fail = json!({"op": "fail", "message": "boom", "fetchNext": false});
+    let sleep = json!({"op": "sleep", "ms": 5});
+    // Two of each finished state (newest first on both sides), an active one, two waiting,
+    // two prioritized out of insertion order, two delayed due out of insertion order.
+    prepare(
+        &queue,
+        json!([
+            add("c1", json!({})),
+            get,
+            complete,
+            sleep,
+            add("c2", json!({})),
+            get,
+            complete,
+            sleep,
+            add("f1", json!({})),
+            get,
+            fail,
+            sleep,
+            add("f2", json!({})),
+            get,
+            fail,
+            sleep,
+            add("a1", json!({})),
+            get,
+            add("w1", json!({})),
+            add("w2", json!({})),
+            add("p1", json!({"priority": 5})),
+            add("p2", json!({"priority": 1})),
+            add("d1", json!({"delay": 120_000})),
+            add("d2", json!({"delay": 60_000})),
+        ]),
+    )
+    .await?;
+    let q = open_queue(&queue).await?;
+    let ids = |jobs: Vec<ractor_bullmq::Job>| -> Value {
+        json!(jobs.iter().map(|j| j.id().to_owned()).collect::<Vec<_>>())
+    };
+    let ours = [
+        ("getWaiting", ids(q.get_waiting().await?)),
+        ("getWaitingChildren", ids(q.get_waiting_children().await?)),
+        ("getActive", ids(q.get_active().await?)),
+        ("getDelayed", ids(q.get_delayed().await?)),
+        ("getPrioritized", ids(q.get_prioritized().await?)),
+        ("getCompleted", ids(q.get_completed().await?)),
+        ("getFailed", ids(q.get_failed().await?)),
+    ];
+    for (getter, ours) in ours {
+        let node = node_admin(&queue, "stateJobIds", json!({"getter": getter})).await?;
+        assert_eq!(ours, node, "{getter}");
+    }
+    assert_eq!(ids(q.get_completed().await?), json!(["c2", "c1"]));
+    assert_eq!(ids(q.get_delayed().await?), json!(["d2", "d1"]));
+    assert_eq!(ids(q.get_prioritized().await?), json!(["p2", "p1"]));
+    q.close().await?;
+    cleanup(&queue).await?;
+    Ok(())
+}

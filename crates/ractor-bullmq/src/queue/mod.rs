@@ -32,6 +32,7 @@ mod queue_control;
 mod removal;
 mod reports;
 mod schedulers;
+mod state_getters;
 mod workers;
 
 use std::collections::HashSet;
