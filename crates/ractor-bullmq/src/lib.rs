@@ -30,7 +30,7 @@ pub use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, Depende
 /// [`Queue::retry_job`]).
 pub use bullmq_backend::{RetryFrom, RetryReset};
 pub use bullmq_protocol as protocol;
-/// Job schedulers: [`Repeat`](scheduler::Repeat), [`SchedulerTemplate`](scheduler::SchedulerTemplate),
+/// Job schedulers: [`Repeat`], [`SchedulerTemplate`],
 /// the stored [`JobSchedulerRecord`](scheduler::JobSchedulerRecord) (see
 /// [`Queue::upsert_job_scheduler`]).
 pub use bullmq_protocol::scheduler;

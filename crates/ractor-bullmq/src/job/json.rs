@@ -75,7 +75,7 @@ struct JobJson {
     queue_name: String,
 }
 
-/// Node's `job.toJSON()` shape (see the [module docs](self)).
+/// Node's `job.toJSON()` shape: `id`, `name`, `data`, `opts`, … and `queueName`.
 impl Serialize for Job {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let r = self.record();
