@@ -6,7 +6,7 @@
 //!
 //! A job that a [`Queue`](crate::Queue) read or wrote (`get_job`, `get_jobs`, `add`,
 //! `add_bulk`, `upsert_job_scheduler`) carries a handle on that queue (one `Arc` clone), so it
-//! can be acted on as in Node: `job.retry(..)`, `job.promote()`, `job.remove()`,
+//! can be acted on as in Node: `job.retry()`, `job.promote()`, `job.remove()`,
 //! `job.update_data(..)`, the flow reads (see `Job::retry` and the methods after it). Each
 //! action is the queue's by-id method of the same name, so there is one implementation of each.
 //! A job built by hand ([`Job::decode`], [`Job::from_record`]) or handed to a processor by a

@@ -12,10 +12,12 @@
 //! ```no_run
 //! # async fn demo(queue: ractor_bullmq::Queue) -> Result<(), ractor_bullmq::QueueError> {
 //! use ractor_bullmq::{RetryFrom, RetryReset};
-//! use ractor_bullmq::protocol::state::JobState;
-//! for job in queue.get_jobs(&[JobState::Failed], 0, -1, true).await? {
+//! for job in queue.get_failed().await? {
 //!     job.log("retried by the operator").await?;
-//!     job.retry(RetryFrom::Failed, RetryReset::none()).await?;
+//!     job.retry().await?; // Node's defaults: from failed, counters kept
+//! }
+//! for job in queue.get_completed().await? {
+//!     job.retry_with(RetryFrom::Completed, RetryReset::none().attempts_made(true)).await?;
 //! }
 //! # Ok(()) }
 //! ```
