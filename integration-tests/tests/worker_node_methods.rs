@@ -342,53 +342,19 @@ async fn is_paused_reads_as_nodes_through_pause_run_and_resume() -> Result<()> {
         .drain_delay(Duration::from_millis(100));
     let args = WorkerArgs::connect(&config(), &our_queue, processor, options).await?;
     let worker = Worker::spawn(args).await?;
-    let mut paused = Vec::new();
-    let mut running = Vec::new();
-    let look = |paused: &mut Vec<bool>, running: &mut Vec<bool>, p: bool, r: bool| {
-        paused.push(p);
-        running.push(r);
-    };
-    look(
-        &mut paused,
-        &mut running,
-        worker.is_paused().await,
-        worker.is_running().await,
-    );
-    worker.pause()?;
-    look(
-        &mut paused,
-        &mut running,
-        worker.is_paused().await,
-        worker.is_running().await,
-    );
-    worker.run()?;
-    look(
-        &mut paused,
-        &mut running,
-        worker.is_paused().await,
-        worker.is_running().await,
-    );
-    worker.resume()?;
-    look(
-        &mut paused,
-        &mut running,
-        worker.is_paused().await,
-        worker.is_running().await,
-    );
-    worker.pause()?;
-    look(
-        &mut paused,
-        &mut running,
-        worker.is_paused().await,
-        worker.is_running().await,
-    );
-    worker.close().await?;
-    look(
-        &mut paused,
-        &mut running,
-        worker.is_paused().await,
-        worker.is_running().await,
-    );
+    // (is_paused, is_running) before anything, then after each step.
+    let mut seen = vec![(worker.is_paused().await, worker.is_running().await)];
+    // Steps, as Node's script: pause, run, resume, pause, close.
+    for step in ["pause", "run", "resume", "pause", "close"] {
+        match step {
+            "pause" => worker.pause()?,
+            "run" => worker.run()?,
+            "resume" => worker.resume()?,
+            _ => drop(worker.close().await?),
+        }
+        seen.push((worker.is_paused().await, worker.is_running().await));
+    }
+    let (paused, running): (Vec<bool>, Vec<bool>) = seen.into_iter().unzip();
 
     // `isPaused` reads alike up to the close; after it, ours is neither paused nor running (a
     // stopped worker), where Node keeps the flag its last `pause` set. `isRunning` reads alike
