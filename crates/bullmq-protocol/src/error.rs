@@ -100,7 +100,8 @@ pub struct DecodeError {
 }
 
 impl DecodeError {
-    pub(crate) fn new(field: &str, reason: DecodeReason) -> Self {
+    /// A decode error of `field` (backends other than Redis decode their own rows).
+    pub fn new(field: &str, reason: DecodeReason) -> Self {
         Self {
             field: field.to_owned(),
             reason,

@@ -1,0 +1,171 @@
+//! BullMQ's PostgreSQL protocol for ractor-bullmq.
+//!
+//! Node BullMQ 6.7.0, PyPI `bullmq` 3.4 and the other ports share one PostgreSQL protocol: a
+//! schema (default `bullmq`) made by Node's migrator, its tables, the SQL functions it
+//! installed, two LISTEN channels and a migration ledger. [`PostgresBackend`] speaks it
+//! through the storage seam of `bullmq-backend`, so ractor-bullmq's supervised Workers,
+//! Queues and QueueEvents run on it next to Node's and Python's clients:
+//!
+//! - state changes call the installed functions, one autocommit statement each (their own
+//!   advisory and row locks are the locking protocol every client follows); batches are
+//!   pipelined on one connection, never joined in one transaction;
+//! - reads are our own SELECTs on the shared tables;
+//! - each Worker and each event reader has a LISTEN session of its own, named as Node names
+//!   its sessions (`<queue>`, `<queue>:w:<name>`, `<queue>:qe`) so `getWorkers` on either side
+//!   lists both; everything else uses a pool;
+//! - the ledger is checked, never written: the schema belongs to Node's migrator.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use bullmq_postgres::{PgConfig, PostgresBackend};
+//! let config = PgConfig::from_url("postgres://postgres@127.0.0.1:5432/test?schema=bullmq")?;
+//! let backend = PostgresBackend::open(config).await?;
+//! # let _ = backend; Ok(()) }
+//! ```
+
+mod config;
+mod db;
+mod declined;
+mod error;
+mod events;
+mod ledger;
+mod listener;
+mod opts;
+mod queue_store;
+mod range;
+mod row;
+mod tls;
+mod worker_store;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bullmq_backend::{
+    Backend, BackendError, BackendResult, EventPublisher, EventStream, FlowStore, QueueStore,
+    WorkerStore, WorkerStoreOptions,
+};
+use bullmq_protocol::keys::QueueKeys;
+
+pub use config::{PgConfig, PgConfigError, SslMode, DEFAULT_SCHEMA};
+pub use error::{PgError, PgResult};
+pub use events::{PgEventPublisher, PgEventStream};
+pub use ledger::{LedgerState, CLIENT_MAJOR, MINIMUM_SERVER, TESTED_VERSIONS};
+pub use queue_store::PgQueueStore;
+pub use worker_store::PgWorkerStore;
+
+use db::Db;
+use listener::Listener;
+
+/// A BullMQ schema on a PostgreSQL server, opened after its ledger was checked.
+#[derive(Debug, Clone)]
+pub struct PostgresBackend {
+    db: Db,
+    ledger: LedgerState,
+}
+
+impl PostgresBackend {
+    /// Connects, and checks that the server and the schema's migration ledger are ones this
+    /// release was tested on (see [`PgError`] for each refusal).
+    ///
+    /// # Errors
+    ///
+    /// [`PgError::Connect`] / [`PgError::ConnectTimeout`] when the server cannot be reached
+    /// within the connect timeout; [`PgError::SchemaNotMigrated`],
+    /// [`PgError::SchemaVersionUntested`], [`PgError::SchemaNeedsNewerClient`],
+    /// [`PgError::MissingFunction`] or [`PgError::ServerTooOld`] for a schema or server it
+    /// will not use.
+    pub async fn open(config: PgConfig) -> PgResult<Self> {
+        let db = Db::new(config)?;
+        let ledger = ledger::check(&db).await?;
+        Ok(Self { db, ledger })
+    }
+
+    /// Parses `url` and [opens](Self::open) it.
+    ///
+    /// # Errors
+    ///
+    /// As [`PgConfig::from_url`] and [`PostgresBackend::open`].
+    pub async fn connect(url: &str) -> PgResult<Self> {
+        Self::open(PgConfig::from_url(url)?).await
+    }
+
+    /// What the open-time checks found.
+    pub fn ledger(&self) -> LedgerState {
+        self.ledger
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PgConfig {
+        self.db.config()
+    }
+
+    /// Closes the pool (LISTEN sessions close with their stores).
+    pub fn close(&self) {
+        self.db.close();
+    }
+
+    /// The queue a seam call names. The protocol has no key prefix (the schema is the
+    /// namespace), so a prefix is accepted only when it is Node's default or the schema.
+    fn queue_of(&self, keys: &QueueKeys) -> BackendResult<String> {
+        let prefix = keys.prefix();
+        if prefix != "bull" && prefix != self.db.schema() {
+            return Err(BackendError::backend(PgError::Reply {
+                operation: "opening a queue",
+                detail: format!(
+                    "the key prefix `{prefix}` has no meaning on PostgreSQL (the schema `{}` is the namespace); use the default prefix",
+                    self.db.schema()
+                ),
+            }));
+        }
+        Ok(keys.name().to_string())
+    }
+}
+
+#[cfg(any())]
+#[async_trait]
+impl Backend for PostgresBackend {
+    async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>> {
+        Ok(Arc::new(PgQueueStore::new(
+            self.db.clone(),
+            self.queue_of(queue)?,
+        )))
+    }
+
+    async fn worker_store(
+        &self,
+        queue: &QueueKeys,
+        options: &WorkerStoreOptions,
+    ) -> BackendResult<Arc<dyn WorkerStore>> {
+        let name = self.queue_of(queue)?;
+        // Node's Worker names its LISTEN session `<queue>` or `<queue>:w:<name>`.
+        let session = match &options.worker_name {
+            Some(worker) => format!("{name}:w:{worker}"),
+            None => name.clone(),
+        };
+        let listener = Listener::start(self.db.clone(), name.clone(), session).await?;
+        Ok(worker_store::shared(PgWorkerStore::new(
+            PgQueueStore::new(self.db.clone(), name),
+            listener,
+            options.worker_name.clone(),
+            options.metrics_max_points,
+        )))
+    }
+
+    async fn event_stream(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventStream>> {
+        let name = self.queue_of(queue)?;
+        let listener =
+            Listener::start(self.db.clone(), name.clone(), format!("{name}:qe")).await?;
+        Ok(Arc::new(PgEventStream::new(self.db.clone(), name, listener)))
+    }
+
+    async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>> {
+        Ok(Arc::new(PgEventPublisher::new(
+            self.db.clone(),
+            self.queue_of(queue)?,
+        )))
+    }
+
+    async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>> {
+        Err(declined::unsupported("flows (FlowProducer)"))
+    }
+}

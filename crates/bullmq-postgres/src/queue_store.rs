@@ -1,0 +1,741 @@
+//! [`PgQueueStore`]: a queue's producer and admin side on the PostgreSQL protocol.
+//!
+//! State changes call the protocol's installed functions (one autocommit statement each, as
+//! Node does, so the functions' own locks are all the locking there is); reads are SELECTs
+//! of our own on the shared tables.
+
+use std::collections::{BTreeMap, HashMap};
+
+use async_trait::async_trait;
+use bullmq_backend::metrics::{Metrics, MetricsKind, MetricsMeta};
+use bullmq_backend::{
+    AddResult, BackendError, BackendResult, Dependencies, DependencyCounts, DependencyKind,
+    DependencyPage, JobEnd, JobFlows, JobUpdates, NewJob, ObliterateStep, Producer, QueueAdmin,
+    RemoveOutcome,
+};
+use bullmq_protocol::{JobRecord, JobState};
+use serde_json::{json, Value};
+
+use crate::db::Db;
+use crate::error::{PgError, PgResult};
+use crate::{opts, range, row};
+
+/// The `version` meta a Node 6.7.0 `Queue` writes when it opens.
+pub(crate) const META_VERSION: &str = "bullmq:6.7.0";
+
+/// Node's `attempts` fallback when a job's options carry none (its `Job` always sets 0).
+const NODE_ATTEMPTS_FALLBACK: i32 = 1;
+
+/// A queue's producer and admin store.
+#[derive(Debug, Clone)]
+pub struct PgQueueStore {
+    pub(crate) db: Db,
+    pub(crate) queue: String,
+}
+
+/// The arguments of one `add_job` call / one entry of `add_jobs_bulk`, decoded once from a
+/// [`NewJob`].
+struct AddArgs {
+    id: String,
+    opts: serde_json::Map<String, Value>,
+    priority: i32,
+    delay: i64,
+    timestamp: i64,
+    attempts: i32,
+    lifo: bool,
+    dedup_id: Option<String>,
+}
+
+impl AddArgs {
+    fn of(job: &NewJob) -> Self {
+        let opts = opts::long_form(&job.opts);
+        let int = |key: &str| opts.get(key).and_then(Value::as_i64).unwrap_or(0);
+        let dedup_id = opts
+            .get("deduplication")
+            .or_else(|| opts.get("debounce"))
+            .and_then(|d| d.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Self {
+            id: job.custom_id.clone().unwrap_or_default(),
+            priority: i32::try_from(int("priority")).unwrap_or(i32::MAX),
+            delay: int("delay").max(0),
+            timestamp: i64::try_from(job.timestamp_ms).unwrap_or(i64::MAX),
+            attempts: opts
+                .get("attempts")
+                .and_then(Value::as_i64)
+                .and_then(|a| i32::try_from(a).ok())
+                .unwrap_or(NODE_ATTEMPTS_FALLBACK),
+            lifo: opts.get("lifo").and_then(Value::as_bool).unwrap_or(false),
+            dedup_id,
+            opts,
+        }
+    }
+
+    /// One entry of `add_jobs_bulk` (Node's batch entry shape).
+    fn bulk_entry(&self, queue: &str, job: &NewJob) -> Value {
+        json!({
+            "queue": queue,
+            "id": self.id,
+            "name": job.name,
+            "data": job.data,
+            "opts": self.opts,
+            "priority": self.priority,
+            "delay": self.delay,
+            "timestamp": self.timestamp,
+            "attempts": self.attempts,
+            "parentQueue": null,
+            "parentId": null,
+            "parentKey": null,
+            "dedupId": self.dedup_id,
+            "schedulerId": job.repeat_job_key,
+            "lifo": self.lifo,
+            "addToWaitingChildren": false,
+        })
+    }
+}
+
+impl PgQueueStore {
+    pub(crate) fn new(db: Db, queue: impl Into<String>) -> Self {
+        Self {
+            db,
+            queue: queue.into(),
+        }
+    }
+
+    fn unsupported_parent(&self) -> BackendError {
+        BackendError::backend(PgError::Reply {
+            operation: "adding a child job",
+            detail: "jobs with a parent are added through FlowProducer on PostgreSQL in this release"
+                .into(),
+        })
+    }
+
+    async fn add_one(&self, job: &NewJob) -> PgResult<AddResult> {
+        let args = AddArgs::of(job);
+        let client = self.db.client("adding a job").await?;
+        let statement = client
+            .prepare_cached(
+                "SELECT add_job($1::text, $2::text, $3::text, $4::text::jsonb, $5::text::jsonb, \
+                 $6::int4, $7::int8, $8::int8, $9::int4, NULL, NULL, NULL, $10::text, $11::text, \
+                 $12::bool)",
+            )
+            .await
+            .map_err(PgError::sql("adding a job"))?;
+        let opts = Value::Object(args.opts).to_string();
+        let reply = client
+            .query_one(
+                &statement,
+                &[
+                    &self.queue,
+                    &args.id,
+                    &job.name,
+                    &job.data,
+                    &opts,
+                    &args.priority,
+                    &args.delay,
+                    &args.timestamp,
+                    &args.attempts,
+                    &args.dedup_id,
+                    &job.repeat_job_key,
+                    &args.lifo,
+                ],
+            )
+            .await;
+        match reply {
+            Ok(row) => Ok(AddResult::Id(row.get(0))),
+            Err(e) => Err(PgError::sql("adding a job")(e)),
+        }
+    }
+
+    async fn query_rows(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> PgResult<Vec<tokio_postgres::Row>> {
+        let client = self.db.client(operation).await?;
+        let statement = client
+            .prepare_cached(sql)
+            .await
+            .map_err(PgError::sql(operation))?;
+        client
+            .query(&statement, params)
+            .await
+            .map_err(PgError::sql(operation))
+    }
+
+    async fn execute(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> PgResult<u64> {
+        let client = self.db.client(operation).await?;
+        let statement = client
+            .prepare_cached(sql)
+            .await
+            .map_err(PgError::sql(operation))?;
+        client
+            .execute(&statement, params)
+            .await
+            .map_err(PgError::sql(operation))
+    }
+
+    /// The raw job row of `job_id`.
+    pub(crate) async fn job_row(&self, job_id: &str) -> PgResult<Option<tokio_postgres::Row>> {
+        let sql = format!(
+            "SELECT {} FROM job WHERE queue = $1 AND id = $2",
+            row::JOB_COLUMNS
+        );
+        let mut rows = self
+            .query_rows("reading a job", &sql, &[&self.queue, &job_id])
+            .await?;
+        Ok(rows.pop())
+    }
+
+    async fn dependency_rows(
+        &self,
+        job_id: &str,
+        status: &'static str,
+    ) -> PgResult<Vec<(String, Option<String>)>> {
+        let value = if status == "processed" {
+            "value::text"
+        } else {
+            "value #>> '{}'"
+        };
+        let sql = format!(
+            "SELECT child_key, {value} FROM job_dependency \
+              WHERE parent_queue = $1 AND parent_id = $2 AND status::text = $3 \
+              ORDER BY child_key"
+        );
+        let rows = self
+            .query_rows("reading a job's children", &sql, &[&self.queue, &job_id, &status])
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
+
+fn decode_job(job_id: &str, row: &tokio_postgres::Row) -> BackendResult<JobRecord> {
+    row::decode(row).map_err(|source| BackendError::Decode {
+        job_id: job_id.to_string(),
+        source,
+    })
+}
+
+fn clamp_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl Producer for PgQueueStore {
+    async fn add(&self, job: &NewJob) -> BackendResult<AddResult> {
+        if job.parent.is_some() {
+            return Err(self.unsupported_parent());
+        }
+        match self.add_one(job).await {
+            Err(e) if e.bullmq_code() == Some(-5) => Ok(AddResult::ParentMissing {
+                parent_key: String::new(),
+            }),
+            other => Ok(other?),
+        }
+    }
+
+    async fn add_bulk(&self, jobs: &[NewJob]) -> BackendResult<Vec<AddResult>> {
+        if jobs.iter().any(|j| j.parent.is_some()) {
+            return Err(self.unsupported_parent());
+        }
+        let entries: Vec<AddArgs> = jobs.iter().map(AddArgs::of).collect();
+        if entries.iter().any(|e| e.dedup_id.is_some()) {
+            // Node sends deduplicated batches through add_flow; one by one keeps each dedup
+            // decision and its events, at the cost of atomicity across the batch.
+            let mut out = Vec::with_capacity(jobs.len());
+            for job in jobs {
+                out.push(self.add(job).await?);
+            }
+            return Ok(out);
+        }
+        let payload = Value::Array(
+            entries
+                .iter()
+                .zip(jobs)
+                .map(|(args, job)| args.bulk_entry(&self.queue, job))
+                .collect(),
+        )
+        .to_string();
+        let rows = self
+            .query_rows(
+                "adding jobs in bulk",
+                "SELECT add_jobs_bulk($1::text, $2::text::jsonb)",
+                &[&self.queue, &payload],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| AddResult::Id(r.get(0))).collect())
+    }
+}
+
+#[async_trait]
+impl QueueAdmin for PgQueueStore {
+    async fn set_meta(&self, max_len_events: u64) -> BackendResult<()> {
+        let max = max_len_events.to_string();
+        self.execute(
+            "writing the queue's meta",
+            "INSERT INTO meta (queue, field, value) \
+             VALUES ($1, 'opts.maxLenEvents', $2), ($1, 'version', $3) \
+             ON CONFLICT (queue, field) DO UPDATE SET value = EXCLUDED.value",
+            &[&self.queue, &max, &META_VERSION],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn get_meta(&self) -> BackendResult<HashMap<String, String>> {
+        let rows = self
+            .query_rows(
+                "reading the queue's meta",
+                "SELECT field, COALESCE(value, '') FROM meta WHERE queue = $1",
+                &[&self.queue],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    async fn get_counts(&self, states: &[JobState]) -> BackendResult<Vec<u64>> {
+        let rows = self
+            .query_rows(
+                "counting jobs",
+                "SELECT count(*) FILTER (WHERE state = 'waiting' AND priority = 0), \
+                        count(*) FILTER (WHERE state = 'waiting' AND priority > 0), \
+                        count(*) FILTER (WHERE state = 'active'), \
+                        count(*) FILTER (WHERE state = 'delayed'), \
+                        count(*) FILTER (WHERE state = 'completed'), \
+                        count(*) FILTER (WHERE state = 'failed'), \
+                        count(*) FILTER (WHERE state = 'waiting-children'), \
+                        EXISTS (SELECT 1 FROM meta WHERE queue = $1 AND field = 'paused') \
+                   FROM job WHERE queue = $1",
+                &[&self.queue],
+            )
+            .await?;
+        let r = &rows[0];
+        let n = |i: usize| u64::try_from(r.get::<_, i64>(i)).unwrap_or(0);
+        let paused: bool = r.get(7);
+        Ok(states
+            .iter()
+            .map(|state| match state {
+                // A paused queue's waiting jobs count as paused, as Node reports them.
+                JobState::Waiting if paused => 0,
+                JobState::Waiting => n(0),
+                JobState::Paused if paused => n(0),
+                JobState::Paused | JobState::Unknown => 0,
+                JobState::Prioritized => n(1),
+                JobState::Active => n(2),
+                JobState::Delayed => n(3),
+                JobState::Completed => n(4),
+                JobState::Failed => n(5),
+                JobState::WaitingChildren => n(6),
+            })
+            .collect())
+    }
+
+    async fn get_ranges(
+        &self,
+        states: &[JobState],
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BackendResult<Vec<Vec<String>>> {
+        let mut out = Vec::with_capacity(states.len());
+        for state in states {
+            let Some(sql) = range::ids_sql(*state, ascending) else {
+                out.push(Vec::new());
+                continue;
+            };
+            let rows = self
+                .query_rows("reading job ids", &sql, &[&self.queue, &start, &end])
+                .await?;
+            out.push(rows.iter().map(|r| r.get(0)).collect());
+        }
+        Ok(out)
+    }
+
+    async fn get_state(&self, job_id: &str) -> BackendResult<JobState> {
+        let rows = self
+            .query_rows(
+                "reading a job's state",
+                "SELECT state::text, priority FROM job WHERE queue = $1 AND id = $2",
+                &[&self.queue, &job_id],
+            )
+            .await?;
+        let Some(r) = rows.first() else {
+            return Ok(JobState::Unknown);
+        };
+        let state: String = r.get(0);
+        let priority: i32 = r.get(1);
+        Ok(match state.as_str() {
+            "waiting" if priority > 0 => JobState::Prioritized,
+            other => other.parse().unwrap_or(JobState::Unknown),
+        })
+    }
+
+    async fn get_job(&self, job_id: &str) -> BackendResult<Option<JobRecord>> {
+        match self.job_row(job_id).await? {
+            None => Ok(None),
+            Some(r) => decode_job(job_id, &r).map(Some),
+        }
+    }
+
+    async fn job_end(&self, job_id: &str) -> BackendResult<JobEnd> {
+        let rows = self
+            .query_rows(
+                "reading whether a job finished",
+                "SELECT state::text, return_value::text, failed_reason FROM job \
+                  WHERE queue = $1 AND id = $2",
+                &[&self.queue, &job_id],
+            )
+            .await?;
+        let Some(r) = rows.first() else {
+            return Ok(JobEnd::Missing);
+        };
+        let state: String = r.get(0);
+        Ok(match state.as_str() {
+            "completed" => JobEnd::Completed(r.get(1)),
+            "failed" => JobEnd::Failed(r.get(2)),
+            _ => JobEnd::Unfinished,
+        })
+    }
+
+    async fn get_job_logs(
+        &self,
+        job_id: &str,
+        start: i64,
+        end: i64,
+        ascending: bool,
+    ) -> BackendResult<(Vec<String>, u64)> {
+        let order = if ascending { "idx" } else { "idx DESC" };
+        let sql = range::window_sql(
+            "SELECT row AS v, {ORDER} FROM job_log WHERE queue = $1 AND job_id = $4",
+            order,
+        );
+        let lines = self
+            .query_rows(
+                "reading a job's logs",
+                &sql,
+                &[&self.queue, &start, &end, &job_id],
+            )
+            .await?;
+        let count = self
+            .query_rows(
+                "counting a job's logs",
+                "SELECT count(*) FROM job_log WHERE queue = $1 AND job_id = $2",
+                &[&self.queue, &job_id],
+            )
+            .await?;
+        Ok((
+            lines.iter().map(|r| r.get(0)).collect(),
+            u64::try_from(count[0].get::<_, i64>(0)).unwrap_or(0),
+        ))
+    }
+
+    async fn pause(&self) -> BackendResult<()> {
+        self.query_rows(
+            "pausing the queue",
+            "SELECT pause($1::text, true)::text",
+            &[&self.queue],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn resume(&self) -> BackendResult<()> {
+        self.query_rows(
+            "resuming the queue",
+            "SELECT pause($1::text, false)::text",
+            &[&self.queue],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn is_paused(&self) -> BackendResult<bool> {
+        let rows = self
+            .query_rows(
+                "reading whether the queue is paused",
+                "SELECT EXISTS (SELECT 1 FROM meta WHERE queue = $1 AND field = 'paused')",
+                &[&self.queue],
+            )
+            .await?;
+        Ok(rows[0].get(0))
+    }
+
+    async fn drain(&self, delayed: bool) -> BackendResult<u64> {
+        // `drain()` returns nothing; the count is read in the same transaction just before,
+        // so it is exact unless a producer adds between the two statements.
+        let operation = "draining the queue";
+        let mut client = self.db.client(operation).await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(PgError::sql(operation))?;
+        let count: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM job WHERE queue = $1 AND scheduler_id IS NULL \
+                   AND (state = 'waiting' OR ($2 AND state = 'delayed'))",
+                &[&self.queue, &delayed],
+            )
+            .await
+            .map_err(PgError::sql(operation))?
+            .get(0);
+        tx.query_one("SELECT drain($1::text, $2::bool)::text", &[&self.queue, &delayed])
+            .await
+            .map_err(PgError::sql(operation))?;
+        tx.commit().await.map_err(PgError::sql(operation))?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn clean(
+        &self,
+        state: JobState,
+        cutoff_ms: u64,
+        limit: u64,
+    ) -> BackendResult<Vec<String>> {
+        let kind = match state {
+            JobState::Waiting => "wait",
+            other => other.as_str(),
+        };
+        let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+        let rows = self
+            .query_rows(
+                "cleaning the queue",
+                "SELECT clean($1::text, $2::text, $3::int8, $4::int4)",
+                &[&self.queue, &kind, &clamp_i64(cutoff_ms), &limit],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    async fn obliterate_batch(&self, batch: u32, force: bool) -> BackendResult<ObliterateStep> {
+        let count = i32::try_from(batch).unwrap_or(i32::MAX);
+        let rows = self
+            .query_rows(
+                "obliterating the queue",
+                "SELECT obliterate($1::text, $2::int4, $3::bool)",
+                &[&self.queue, &count, &force],
+            )
+            .await?;
+        let code: i32 = rows[0].get(0);
+        Ok(match code {
+            0 => ObliterateStep::Done,
+            1 => ObliterateStep::More,
+            -1 => ObliterateStep::NotPaused,
+            -2 => ObliterateStep::ActiveJobs,
+            other => {
+                return Err(PgError::Reply {
+                    operation: "obliterating the queue",
+                    detail: format!("obliterate returned {other}"),
+                }
+                .into())
+            }
+        })
+    }
+
+    async fn remove_job(&self, job_id: &str, children: bool) -> BackendResult<RemoveOutcome> {
+        // One statement, one snapshot: whether the job existed and what remove() did.
+        let reply = self
+            .query_rows(
+                "removing a job",
+                "SELECT EXISTS (SELECT 1 FROM job WHERE queue = $1 AND id = $2), \
+                        remove($1::text, $2::text, $3::bool)",
+                &[&self.queue, &job_id, &children],
+            )
+            .await;
+        match reply {
+            Ok(rows) => {
+                let existed: bool = rows[0].get(0);
+                let removed: i32 = rows[0].get(1);
+                Ok(match (existed, removed) {
+                    (_, n) if n > 0 => RemoveOutcome::Removed,
+                    (true, _) => RemoveOutcome::Locked,
+                    (false, _) => RemoveOutcome::NotFound,
+                })
+            }
+            Err(e) if e.bullmq_code() == Some(-8) => Ok(RemoveOutcome::SchedulerJob),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn get_metrics(&self, kind: MetricsKind, start: i64, end: i64) -> BackendResult<Metrics> {
+        let rows = self
+            .query_rows(
+                "reading metrics",
+                "SELECT count, COALESCE(prev_ts, 0), prev_count, \
+                        COALESCE(array_length(data, 1), 0)::int8, \
+                        ARRAY(SELECT d FROM unnest(data) WITH ORDINALITY AS u(d, i) \
+                               WHERE i - 1 >= CASE WHEN $3::int8 < 0 \
+                                        THEN GREATEST(COALESCE(array_length(data, 1), 0) + $3::int8, 0) \
+                                        ELSE $3::int8 END \
+                                 AND i - 1 <= CASE WHEN $4::int8 < 0 \
+                                        THEN COALESCE(array_length(data, 1), 0) + $4::int8 \
+                                        ELSE $4::int8 END \
+                               ORDER BY i) \
+                   FROM metrics WHERE queue = $1 AND kind = $2",
+                &[&self.queue, &kind.as_str(), &start, &end],
+            )
+            .await?;
+        let Some(r) = rows.first() else {
+            return Ok(Metrics::default());
+        };
+        let u = |v: i64| u64::try_from(v).unwrap_or(0);
+        let data: Vec<i64> = r.get(4);
+        Ok(Metrics {
+            meta: MetricsMeta {
+                count: u(r.get(0)),
+                prev_ts: u(r.get(1)),
+                prev_count: u(r.get(2)),
+            },
+            data: data.into_iter().map(u).collect(),
+            count: u(r.get(3)),
+        })
+    }
+}
+
+#[async_trait]
+impl JobUpdates for PgQueueStore {
+    async fn update_progress(&self, job_id: &str, progress: &Value) -> BackendResult<bool> {
+        let progress = progress.to_string();
+        let rows = self
+            .query_rows(
+                "updating a job's progress",
+                "SELECT update_progress($1::text, $2::text, $3::text::jsonb)",
+                &[&self.queue, &job_id, &progress],
+            )
+            .await?;
+        Ok(rows[0].get::<_, i32>(0) > 0)
+    }
+
+    async fn add_log(
+        &self,
+        job_id: &str,
+        line: &str,
+        keep_logs: Option<u64>,
+    ) -> BackendResult<Option<u64>> {
+        let operation = "adding a log line";
+        let insert = "INSERT INTO job_log (queue, job_id, idx, row) \
+                      SELECT $1, $2, COALESCE(MAX(idx), -1) + 1, $3 FROM job_log \
+                       WHERE queue = $1 AND job_id = $2 \
+                      RETURNING idx";
+        let mut attempt = 0;
+        let idx: i64 = loop {
+            match self
+                .query_rows(operation, insert, &[&self.queue, &job_id, &line])
+                .await
+            {
+                Ok(rows) => break rows[0].get(0),
+                Err(PgError::Sql { source, .. })
+                    if source.code() == Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION) =>
+                {
+                    return Ok(None)
+                }
+                // Two writers took the same MAX(idx)+1 (Node's statement has the same race);
+                // the second retries once.
+                Err(PgError::Sql { source, .. })
+                    if attempt == 0
+                        && source.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let count = u64::try_from(idx + 1).unwrap_or(0);
+        match keep_logs {
+            Some(keep) if count > keep => {
+                self.execute(
+                    "trimming a job's logs",
+                    "DELETE FROM job_log WHERE queue = $1 AND job_id = $2 AND idx <= $3",
+                    &[&self.queue, &job_id, &(idx - clamp_i64(keep))],
+                )
+                .await?;
+                Ok(Some(keep))
+            }
+            _ => Ok(Some(count)),
+        }
+    }
+
+    async fn update_data(&self, job_id: &str, data: &Value) -> BackendResult<bool> {
+        let data = data.to_string();
+        let n = self
+            .execute(
+                "updating a job's data",
+                "UPDATE job SET data = $3::text::jsonb WHERE queue = $1 AND id = $2",
+                &[&self.queue, &job_id, &data],
+            )
+            .await?;
+        Ok(n > 0)
+    }
+}
+
+#[async_trait]
+impl JobFlows for PgQueueStore {
+    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
+        let processed: BTreeMap<String, String> = self
+            .dependency_rows(job_id, "processed")
+            .await?
+            .into_iter()
+            .map(|(k, v)| (k, v.unwrap_or_else(|| "null".into())))
+            .collect();
+        let unprocessed = self
+            .dependency_rows(job_id, "pending")
+            .await?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let ignored = self
+            .dependency_rows(job_id, "ignored")
+            .await?
+            .into_iter()
+            .map(|(k, v)| (k, v.unwrap_or_default()))
+            .collect();
+        let failed = self
+            .dependency_rows(job_id, "failed")
+            .await?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        Ok(Dependencies::new(processed, unprocessed, ignored, failed))
+    }
+
+    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
+        let rows = self
+            .query_rows(
+                "counting a job's children",
+                "SELECT count(*) FILTER (WHERE status = 'processed'), \
+                        count(*) FILTER (WHERE status = 'pending'), \
+                        count(*) FILTER (WHERE status = 'ignored'), \
+                        count(*) FILTER (WHERE status = 'failed') \
+                   FROM job_dependency WHERE parent_queue = $1 AND parent_id = $2",
+                &[&self.queue, &job_id],
+            )
+            .await?;
+        let n = |i: usize| u64::try_from(rows[0].get::<_, i64>(i)).unwrap_or(0);
+        Ok(DependencyCounts::new(n(0), n(1), n(2), n(3)))
+    }
+
+    async fn get_dependencies_page(
+        &self,
+        job_id: &str,
+        kind: DependencyKind,
+        cursor: u64,
+        count: u64,
+    ) -> BackendResult<DependencyPage> {
+        let status = match kind {
+            DependencyKind::Processed => "processed",
+            DependencyKind::Unprocessed => "pending",
+            DependencyKind::Ignored => "ignored",
+            DependencyKind::Failed => "failed",
+            _ => "pending",
+        };
+        // The cursor is an offset into the children sorted by key.
+        let all = self.dependency_rows(job_id, status).await?;
+        Ok(bullmq_backend::flows::page_of(all, cursor, count))
+    }
+}
