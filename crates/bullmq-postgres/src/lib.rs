@@ -24,6 +24,7 @@
 //! ```
 
 mod config;
+mod control;
 mod db;
 mod declined;
 mod error;

@@ -148,7 +148,7 @@ impl PgQueueStore {
         }
     }
 
-    async fn query_rows(
+    pub(crate) async fn query_rows(
         &self,
         operation: &'static str,
         sql: &str,
@@ -165,7 +165,7 @@ impl PgQueueStore {
             .map_err(PgError::sql(operation))
     }
 
-    async fn execute(
+    pub(crate) async fn execute(
         &self,
         operation: &'static str,
         sql: &str,
