@@ -2,6 +2,7 @@
 // Adds jobs with Node BullMQ.
 //
 // Args: {queue, prefix?, bulk?: bool, jobs: [{name, data, opts}]}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js)
 // Output: {ids: [jobId, ...]} in the order of `jobs`.
 // With `bulk: true` one `addBulk` call is made, otherwise one `add` per job, in order.
 

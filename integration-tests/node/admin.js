@@ -3,6 +3,8 @@
 // and through the Rust Queue and the results compared.
 //
 // Args: {queue, prefix?, op, ...op arguments}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js; there Node 6.7.0
+//       throws "not implemented" for removeDeprecatedPriorityKey, and removeOrphanedJobs is 0)
 //   pause | resume | isPaused
 //   drain           {delayed?: bool}
 //   clean           {grace: ms, limit: n, type: 'completed'|'failed'|'wait'|'delayed'|...}

@@ -4,6 +4,7 @@
 //
 // Args: {queue, prefix?, jobs: n (attempts to wait for: completed + failed events),
 //        timeoutMs?: 60000}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js)
 // The processor (it takes the signal, so the Worker gives it one):
 //   data.cancel set and first attempt (attemptsMade 0): listens to its signal, then asks its own
 //   Worker to cancel it with `data.cancel` as the reason, and rejects with
@@ -12,7 +13,7 @@
 // Output: {cancelled: [{id, found}], completed: [id], failed: [{id, failedReason}], stoppedBy}
 
 const { Worker } = require('bullmq');
-const { connectionOptions, run } = require('./lib');
+const { classOptions, backendFactory, run } = require('./lib');
 
 run(async args => {
   if (!args.queue) throw new Error('missing "queue"');
@@ -37,11 +38,12 @@ run(async args => {
   const ended = () => {
     if (completed.length + failed.length >= expected) finish('count');
   };
-  worker = new Worker(args.queue, processor, {
-    connection: connectionOptions(),
-    prefix: args.prefix || 'bull',
-    concurrency: 1,
-  });
+  worker = new Worker(
+    args.queue,
+    processor,
+    { ...classOptions(args), concurrency: 1 },
+    backendFactory(args),
+  );
   worker.on('completed', job => {
     completed.push(job.id);
     ended();

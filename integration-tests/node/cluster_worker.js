@@ -3,6 +3,8 @@
 // connection, as BullMQ documents for Redis Cluster (`new IORedis.Cluster([...])`, with a
 // hash-tagged prefix so every key of the queue lands in one slot).
 //
+// Redis (Cluster) only.
+//
 // Args: {nodes: [{host, port}], queue, prefix: "{bull}", add?: n (jobs "node-<i>" added
 //        before the worker starts), concurrency?: 1, stopAfter?: n, idleMs?: ms,
 //        timeoutMs?: 60000, sleepMs?: per-job processing time, name?: worker name}

@@ -2,6 +2,8 @@
 // Queue-level view through Node BullMQ: counts, paused flag, job ids per state, workers.
 //
 // Args: {queue, prefix?, states?: [state...], start?: 0, end?: -1, asc?: false}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js: `workers` are then
+//       the application_name of the workers' LISTEN sessions, `<queue>` or `<queue>:w:<name>`)
 // Output: {counts: {active, completed, delayed, failed, paused, prioritized, waiting,
 //   waiting-children}, paused: bool, jobs: {state: [ids]}, workers: [raw client names],
 //   meta: {...queue.getMeta()}}

@@ -3,6 +3,8 @@
 // what the adds returned and the deduplication state left in Redis, so the same steps run
 // through the Rust Queue and Worker (integration-tests/tests/dedup_lifecycle.rs) can be compared.
 //
+// Redis only: `snap` and `waitFor` read the deduplication state as Redis keys.
+//
 // Args: {queue, prefix?, steps: [step]} where a step is one of
 //   {op: "add", label, name, data, opts}   queue.add; reports {add: label, id}
 //   {op: "addBulk", label, jobs: [{name, data, opts}]}

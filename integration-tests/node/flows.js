@@ -4,13 +4,14 @@
 // Args: {op: "add" | "addBulk" | "getFlow", prefix?,
 //        flow?: FlowJob (add), queuesOptions?: {queue: JobsOptions} (add), flows?: [FlowJob] (addBulk),
 //        id?, queueName?, depth?, maxChildren? (getFlow)}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js)
 // Output: add / addBulk: {tree} / {trees}, each node {id, name, queueName, children: [...]},
 //         or {error, code} when the FlowProducer threw;
 //         getFlow: {tree} with each node {id, name, queueName, data, opts, parentKey, children}
 //         (null when absent).
 
 const { FlowProducer } = require('bullmq');
-const { connectionOptions, run } = require('./lib');
+const { classOptions, backendFactory, run } = require('./lib');
 
 function shape(node, full) {
   if (!node) return null;
@@ -26,7 +27,7 @@ function shape(node, full) {
 }
 
 run(async args => {
-  const producer = new FlowProducer({ connection: connectionOptions(), prefix: args.prefix || 'bull' });
+  const producer = new FlowProducer(classOptions(args), backendFactory(args));
   try {
     if (args.op === 'add') {
       const opts = args.queuesOptions ? { queuesOptions: args.queuesOptions } : undefined;

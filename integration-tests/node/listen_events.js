@@ -2,6 +2,9 @@
 // Listens live with a Node BullMQ QueueEvents until a stop event arrives.
 //
 // Args: {queue, prefix?, lastEventId?: "0-0", stopEvent?: "test-end", timeoutMs?: 60000}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js; there the default
+//       lastEventId is "0", event ids being bigints, and `id` in the output is that bigint as a
+//       string)
 // Prints {"listening": true} on stderr once the QueueEvents is connected, then, when the event
 // named `stopEvent` arrives (or after timeoutMs), prints
 //   {events: [{id, event, args}], stoppedBy: "event" | "timeout"}
@@ -9,7 +12,7 @@
 // argument (parsed values included), null for `drained`.
 
 const { QueueEvents } = require('bullmq');
-const { connectionOptions, run, sleep } = require('./lib');
+const { classOptions, backendFactory, firstEventId, run, sleep } = require('./lib');
 
 run(async args => {
   if (!args.queue) throw new Error('missing "queue"');
@@ -17,12 +20,15 @@ run(async args => {
   const events = [];
   const errors = [];
   let stopped = false;
-  const queueEvents = new QueueEvents(args.queue, {
-    connection: connectionOptions(),
-    prefix: args.prefix || 'bull',
-    lastEventId: args.lastEventId || '0-0',
-    blockingTimeout: 200,
-  });
+  const queueEvents = new QueueEvents(
+    args.queue,
+    {
+      ...classOptions(args),
+      lastEventId: args.lastEventId || firstEventId(args),
+      blockingTimeout: 200,
+    },
+    backendFactory(args),
+  );
   // QueueEvents emits each event by name, and job events again as `name:jobId`: record the
   // plain names only.
   const emit = queueEvents.emit.bind(queueEvents);

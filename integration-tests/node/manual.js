@@ -2,6 +2,8 @@
 // Runs a manual-processing program with a Node BullMQ Worker that has no processor
 // (https://docs.bullmq.io/patterns/manually-fetching-jobs).
 //
+// Redis only: `lock` writes a raw Redis key and `add` names a parent by its prefixed queue key.
+//
 // Args: {queue, prefix?, name?, lockDuration?, steps: [step]}, each step one of
 //   {op: "get", token, block?: false}            worker.getNextJob(token, {block}); the job
 //                                                becomes the current one (or none)

@@ -4,6 +4,7 @@
 // Args: {queue, prefix?, concurrency?: 1, stopAfter?: n, idleMs?: ms, timeoutMs?: 60000,
 //        name?: worker name, lockDuration?: ms, stalledInterval?: ms, drainDelay?: s,
 //        limiter?: {max, duration}, metrics?: {maxDataPoints}}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js; same output)
 // With `metrics` the worker records per-minute completed / failed counts (Node's metrics keys).
 // The processor's behaviour is chosen by the job's data (all optional, combined in this order):
 //   {sleepMs: n}            wait n ms
@@ -22,7 +23,7 @@
 //          stoppedBy: "count" | "idle" | "timeout"}
 
 const { Worker, UnrecoverableError } = require('bullmq');
-const { connectionOptions, run, sleep } = require('./lib');
+const { classOptions, backendFactory, run, sleep } = require('./lib');
 
 function asList(value) {
   return Array.isArray(value) ? value : [value];
@@ -71,8 +72,7 @@ run(async args => {
       return processor(job);
     },
     {
-      connection: connectionOptions(),
-      prefix: args.prefix || 'bull',
+      ...classOptions(args),
       concurrency: args.concurrency || 1,
       name: args.name,
       lockDuration: args.lockDuration || 30000,
@@ -81,6 +81,7 @@ run(async args => {
       limiter: args.limiter,
       metrics: args.metrics,
     },
+    backendFactory(args),
   );
   worker.on('completed', (job, returnvalue) => {
     lastActivity = Date.now();

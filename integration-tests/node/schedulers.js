@@ -3,6 +3,7 @@
 // results compared.
 //
 // Args: {queue, prefix?, op, ...}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js)
 //   upsert  {id, repeat, template?}   repeat dates are ms numbers; returns {id, delay, opts} of
 //                                     the pending iteration (null when none was created)
 //   get     {id}                      Node's getJobScheduler

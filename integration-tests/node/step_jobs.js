@@ -5,6 +5,7 @@
 //
 // Args: {queue, prefix?, parents: n (how many parent jobs to wait for), timeoutMs?: 60000,
 //        delayMs?: 300}
+//       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js)
 // Jobs named "child" return {value: data.n * 10}. Any other job walks its `data.step`:
 //   "start"     adds `data.children` children {n: 1..} to the same queue with this job as
 //               parent (with `data.waitForFirst`, the first child's id is kept in
@@ -27,13 +28,12 @@ const {
   WaitingError,
   DelayedError,
 } = require('bullmq');
-const { connectionOptions, run, sleep } = require('./lib');
+const { classOptions, backendFactory, run, sleep } = require('./lib');
 
 run(async args => {
   if (!args.queue) throw new Error('missing "queue"');
-  const prefix = args.prefix || 'bull';
   const delayMs = args.delayMs || 300;
-  const children = new Queue(args.queue, { connection: connectionOptions(), prefix });
+  const children = new Queue(args.queue, classOptions(args), backendFactory(args));
 
   async function processor(job, token) {
     if (job.name === 'child') return { value: job.data.n * 10 };
@@ -89,12 +89,12 @@ run(async args => {
 
   const completed = [];
   const failed = [];
-  const worker = new Worker(args.queue, processor, {
-    connection: connectionOptions(),
-    prefix,
-    concurrency: 1,
-    drainDelay: 1,
-  });
+  const worker = new Worker(
+    args.queue,
+    processor,
+    { ...classOptions(args), concurrency: 1, drainDelay: 1 },
+    backendFactory(args),
+  );
   worker.on('completed', (job, returnvalue) => {
     completed.push({ id: job.id, name: job.name, returnvalue });
   });

@@ -1,6 +1,8 @@
 'use strict';
 // Node's Worker methods of issue 22 §2, for `tests/worker_node_methods.rs`.
 //
+// Redis only: `renewals` steals a lock by writing the Redis lock key.
+//
 // Args: {queue, prefix?, op, ...}
 //   {op: "extend", jobIds, tokens, duration}
 //       worker.extendJobLocks(jobIds, tokens, duration) on a Worker without a processor.
