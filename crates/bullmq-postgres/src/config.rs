@@ -136,15 +136,13 @@ impl PgConfig {
                 "sslmode" => ssl_mode = value.parse()?,
                 "sslrootcert" => ssl_root_cert = Some(PathBuf::from(value.as_ref())),
                 "pool_size" => {
-                    pool_size = value
-                        .parse()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| PgConfigError::InvalidValue {
+                    pool_size = value.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        PgConfigError::InvalidValue {
                             key: "pool_size",
                             value: value.to_string(),
                             expected: "a number of connections above 0",
-                        })?
+                        }
+                    })?
                 }
                 "connect_timeout" => {
                     connect_timeout = value
@@ -302,9 +300,7 @@ pub(crate) fn valid_schema(name: &str) -> bool {
     let first_ok = chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    first_ok
-        && name.len() <= 63
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    first_ok && name.len() <= 63 && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
 }
 
 fn redact(url: &str) -> String {

@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bullmq_backend::queue_control::GlobalRateLimit;
 use bullmq_backend::{
-    now_ms, BackendResult, ChildDependency, ControlOutcome, JobControl, LockOutcome,
-    QueueControl, QueueMaintenance, RetryFrom, RetryReset,
+    now_ms, BackendResult, ChildDependency, ControlOutcome, JobControl, LockOutcome, QueueControl,
+    QueueMaintenance, RetryFrom, RetryReset,
 };
 
 use crate::queue_store::PgQueueStore;
@@ -259,7 +259,11 @@ impl QueueControl for PgQueueStore {
         self.query_rows(
             "rate limiting the queue",
             "SELECT set_rate_limit($1::text, $2::int8, $3::int8)::text",
-            &[&self.queue, &i64::try_from(ttl_ms).unwrap_or(i64::MAX), &now()],
+            &[
+                &self.queue,
+                &i64::try_from(ttl_ms).unwrap_or(i64::MAX),
+                &now(),
+            ],
         )
         .await?;
         Ok(())
@@ -367,7 +371,10 @@ impl QueueMaintenance for PgQueueStore {
                 "counting delayed jobs",
                 "SELECT count(*) FROM job WHERE queue = $1 AND state = 'delayed' \
                    AND process_at_ms < $2::int8",
-                &[&self.queue, &i64::try_from(timestamp_ms).unwrap_or(i64::MAX)],
+                &[
+                    &self.queue,
+                    &i64::try_from(timestamp_ms).unwrap_or(i64::MAX),
+                ],
             )
             .await?;
         Ok(u64::try_from(n).unwrap_or(0))

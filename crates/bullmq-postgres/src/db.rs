@@ -84,7 +84,10 @@ impl Db {
 
     /// A pooled connection for `operation`.
     pub(crate) async fn client(&self, operation: &'static str) -> PgResult<Object> {
-        self.pool.get().await.map_err(|e| self.pool_error(operation, e))
+        self.pool
+            .get()
+            .await
+            .map_err(|e| self.pool_error(operation, e))
     }
 
     fn pool_error(&self, operation: &'static str, error: deadpool_postgres::PoolError) -> PgError {
@@ -97,12 +100,10 @@ impl Db {
                 }
             }
             PoolError::Backend(source) => PgError::Sql { operation, source },
-            PoolError::Timeout(deadpool_postgres::TimeoutType::Create) => {
-                PgError::ConnectTimeout {
-                    target: self.config.display_target(),
-                    after: self.config.connect_timeout,
-                }
-            }
+            PoolError::Timeout(deadpool_postgres::TimeoutType::Create) => PgError::ConnectTimeout {
+                target: self.config.display_target(),
+                after: self.config.connect_timeout,
+            },
             other => PgError::Pool {
                 operation,
                 reason: other.to_string(),

@@ -304,7 +304,9 @@ mod tests {
         assert_eq!(e.id, "7");
         assert_eq!(e.fields[0], ("event".into(), "completed".into()));
         assert!(e.fields.contains(&("jobId".into(), "1".into())));
-        assert!(e.fields.contains(&("returnvalue".into(), r#"{"a":1}"#.into())));
+        assert!(e
+            .fields
+            .contains(&("returnvalue".into(), r#"{"a":1}"#.into())));
         assert!(e.fields.contains(&("attemptsMade".into(), "2".into())));
     }
 }

@@ -128,7 +128,9 @@ pub(crate) async fn check(db: &Db) -> PgResult<LedgerState> {
         let signature: String = row.get(0);
         return Err(PgError::MissingFunction {
             schema,
-            signature: signature.trim_start_matches(&format!("{quoted}.")).to_string(),
+            signature: signature
+                .trim_start_matches(&format!("{quoted}."))
+                .to_string(),
         });
     }
     Ok(state)

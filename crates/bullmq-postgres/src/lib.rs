@@ -122,7 +122,6 @@ impl PostgresBackend {
     }
 }
 
-#[cfg(any())]
 #[async_trait]
 impl Backend for PostgresBackend {
     async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>> {
@@ -154,9 +153,12 @@ impl Backend for PostgresBackend {
 
     async fn event_stream(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventStream>> {
         let name = self.queue_of(queue)?;
-        let listener =
-            Listener::start(self.db.clone(), name.clone(), format!("{name}:qe")).await?;
-        Ok(Arc::new(PgEventStream::new(self.db.clone(), name, listener)))
+        let listener = Listener::start(self.db.clone(), name.clone(), format!("{name}:qe")).await?;
+        Ok(Arc::new(PgEventStream::new(
+            self.db.clone(),
+            name,
+            listener,
+        )))
     }
 
     async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>> {

@@ -93,18 +93,16 @@ impl Listener {
         })
     }
 
-    /// Whether the session is up now.
-    pub(crate) fn is_up(&self) -> bool {
-        *self.signals.up.borrow()
-    }
-
     /// Stops the session and waits (bounded) for its task to end; idempotent.
     pub(crate) async fn close(&self) {
         let _ = self.stop.send(true);
         let task = self.task.lock().ok().and_then(|mut t| t.take());
         if let Some(task) = task {
             let abort = task.abort_handle();
-            if tokio::time::timeout(Duration::from_secs(2), task).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(2), task)
+                .await
+                .is_err()
+            {
                 abort.abort();
             }
         }
@@ -143,7 +141,9 @@ async fn run(
                 Ok(s) => s,
                 Err(error) => {
                     tracing::debug!(%error, queue, "LISTEN session: reconnect failed");
-                    let _ = signals.changes.send(ConnectionChange::Lost(Arc::new(error)));
+                    let _ = signals
+                        .changes
+                        .send(ConnectionChange::Lost(Arc::new(error)));
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
                         _ = stop.changed() => break,
@@ -173,13 +173,7 @@ async fn run(
                 }
             }
         };
-        let listen = async {
-            let listened = client
-                .batch_execute(&format!("LISTEN {JOBS_CHANNEL}; LISTEN {EVENTS_CHANNEL}"))
-                .await;
-            if let Err(error) = listened {
-                return Err::<(), _>(error);
-            }
+        let listen = listen_and_ping(&client, || {
             let _ = signals.up.send(true);
             // Anything may have been notified while no session listened.
             signals.bump_all();
@@ -189,26 +183,27 @@ async fn run(
             if let Some(ready) = ready.take() {
                 let _ = ready.send(());
             }
-            loop {
-                tokio::time::sleep(PING_EVERY).await;
-                if let Err(error) = client.simple_query("SELECT 1").await {
-                    return Err(error);
-                }
-            }
-        };
+        });
         let error: Option<String> = tokio::select! {
             e = driver => Some(e.map_or_else(|| "the server closed the session".to_string(), |e| e.to_string())),
-            r = listen => r.err().map(|e| e.to_string()),
+            e = listen => Some(e.to_string()),
             _ = stop.changed() => break,
         };
         let _ = signals.up.send(false);
         signals.bump_all();
         was_down = true;
         let reason = error.unwrap_or_else(|| "the session ended".into());
-        tracing::warn!(queue, session = name, reason, "LISTEN session lost; reconnecting");
+        tracing::warn!(
+            queue,
+            session = name,
+            reason,
+            "LISTEN session lost; reconnecting"
+        );
         let _ = signals
             .changes
-            .send(ConnectionChange::Lost(Arc::new(std::io::Error::other(reason))));
+            .send(ConnectionChange::Lost(Arc::new(std::io::Error::other(
+                reason,
+            ))));
         // A session that worked resets the backoff; the first retry is quick.
         backoff = RECONNECT_MIN;
         tokio::select! {
@@ -219,5 +214,24 @@ async fn run(
     let _ = signals.up.send(false);
     if let Some(ready) = ready.take() {
         let _ = ready.send(());
+    }
+}
+
+/// LISTENs on both channels, calls `on_listening` once that is acknowledged, then pings the
+/// idle session until it fails; returns the error that ended it.
+async fn listen_and_ping(
+    client: &tokio_postgres::Client,
+    on_listening: impl FnOnce(),
+) -> tokio_postgres::Error {
+    let listen = format!("LISTEN {JOBS_CHANNEL}; LISTEN {EVENTS_CHANNEL}");
+    if let Err(error) = client.batch_execute(&listen).await {
+        return error;
+    }
+    on_listening();
+    loop {
+        tokio::time::sleep(PING_EVERY).await;
+        if let Err(error) = client.simple_query("SELECT 1").await {
+            return error;
+        }
     }
 }

@@ -106,8 +106,9 @@ impl PgQueueStore {
     fn unsupported_parent(&self) -> BackendError {
         BackendError::backend(PgError::Reply {
             operation: "adding a child job",
-            detail: "jobs with a parent are added through FlowProducer on PostgreSQL in this release"
-                .into(),
+            detail:
+                "jobs with a parent are added through FlowProducer on PostgreSQL in this release"
+                    .into(),
         })
     }
 
@@ -210,7 +211,11 @@ impl PgQueueStore {
               ORDER BY child_key"
         );
         let rows = self
-            .query_rows("reading a job's children", &sql, &[&self.queue, &job_id, &status])
+            .query_rows(
+                "reading a job's children",
+                &sql,
+                &[&self.queue, &job_id, &status],
+            )
             .await?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
@@ -221,6 +226,11 @@ fn decode_job(job_id: &str, row: &tokio_postgres::Row) -> BackendResult<JobRecor
         job_id: job_id.to_string(),
         source,
     })
+}
+
+/// jsonb text (`{"a": 1}`) as `JSON.stringify` renders it (`{"a":1}`).
+fn compact(raw: &str) -> String {
+    serde_json::from_str::<Value>(raw).map_or_else(|_| raw.to_string(), |v| v.to_string())
 }
 
 fn clamp_i64(v: u64) -> i64 {
@@ -398,7 +408,9 @@ impl QueueAdmin for PgQueueStore {
         };
         let state: String = r.get(0);
         Ok(match state.as_str() {
-            "completed" => JobEnd::Completed(r.get(1)),
+            "completed" => {
+                JobEnd::Completed(r.get::<_, Option<String>>(1).map(|raw| compact(&raw)))
+            }
             "failed" => JobEnd::Failed(r.get(2)),
             _ => JobEnd::Unfinished,
         })
@@ -485,9 +497,12 @@ impl QueueAdmin for PgQueueStore {
             .await
             .map_err(PgError::sql(operation))?
             .get(0);
-        tx.query_one("SELECT drain($1::text, $2::bool)::text", &[&self.queue, &delayed])
-            .await
-            .map_err(PgError::sql(operation))?;
+        tx.query_one(
+            "SELECT drain($1::text, $2::bool)::text",
+            &[&self.queue, &delayed],
+        )
+        .await
+        .map_err(PgError::sql(operation))?;
         tx.commit().await.map_err(PgError::sql(operation))?;
         Ok(u64::try_from(count).unwrap_or(0))
     }
@@ -631,7 +646,8 @@ impl JobUpdates for PgQueueStore {
             {
                 Ok(rows) => break rows[0].get(0),
                 Err(PgError::Sql { source, .. })
-                    if source.code() == Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION) =>
+                    if source.code()
+                        == Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION) =>
                 {
                     return Ok(None)
                 }
@@ -639,7 +655,8 @@ impl JobUpdates for PgQueueStore {
                 // the second retries once.
                 Err(PgError::Sql { source, .. })
                     if attempt == 0
-                        && source.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) =>
+                        && source.code()
+                            == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) =>
                 {
                     attempt += 1;
                 }
@@ -737,5 +754,17 @@ impl JobFlows for PgQueueStore {
         // The cursor is an offset into the children sorted by key.
         let all = self.dependency_rows(job_id, status).await?;
         Ok(bullmq_backend::flows::page_of(all, cursor, count))
+    }
+}
+
+#[async_trait]
+impl bullmq_backend::QueueStore for PgQueueStore {
+    fn queue_name(&self) -> &str {
+        &self.queue
+    }
+
+    async fn close(&self) -> BackendResult<()> {
+        // The pool belongs to the backend, shared by every store it opened.
+        Ok(())
     }
 }

@@ -77,7 +77,10 @@ mod tests {
         let wait_asc = ids_sql(JobState::Waiting, true).unwrap();
         assert!(wait_asc.contains("ORDER BY seq)"), "{wait_asc}");
         let delayed = ids_sql(JobState::Delayed, true).unwrap();
-        assert!(delayed.contains("ORDER BY process_at_ms, seq, id)"), "{delayed}");
+        assert!(
+            delayed.contains("ORDER BY process_at_ms, seq, id)"),
+            "{delayed}"
+        );
         assert!(ids_sql(JobState::Paused, true).is_none());
     }
 }

@@ -22,22 +22,13 @@ pub(crate) fn id(row: &Row) -> String {
     row.get(0)
 }
 
-/// The job's state as stored (column 2).
-pub(crate) fn state(row: &Row) -> String {
-    row.get(2)
-}
-
-/// The job's lock token (last column).
-pub(crate) fn lock_token(row: &Row) -> Option<String> {
-    row.get(24)
-}
-
 /// Decodes a row selected with [`JOB_COLUMNS`].
 pub(crate) fn decode(row: &Row) -> Result<JobRecord, DecodeError> {
     let id: String = row.get(0);
     let name: String = row.get(1);
-    let data_raw: String = row.get(3);
-    let data = parse("data", &data_raw)?;
+    // jsonb renders with spaces (`{"a": 1}`); Node's clients see `JSON.stringify` of it.
+    let data = parse("data", &row.get::<_, String>(3))?;
+    let data_raw = data.to_string();
     let opts_raw: String = row.get(4);
     let opts = JobOptions::from_json(&opts_raw).map_err(|e| invalid("opts", e))?;
     let mut record = JobRecord::new(id, name, data, opts, non_negative(row.get::<_, i64>(15)));

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bullmq_backend::NextIteration;
 use bullmq_backend::{
     now_ms, BackendError, BackendResult, ChildRef, ConnectionChange, Dependencies,
     DependencyCounts, DependencyKind, DependencyPage, FetchRequest, Fetched, FetchedJob, Finish,
@@ -18,12 +19,11 @@ use bullmq_backend::{
     StalledReport, WaitingChildrenOutcome, WorkerStore,
 };
 use bullmq_protocol::scheduler::NextIterationPlan;
-use bullmq_backend::NextIteration;
+use deadpool_postgres::ClientWrapper;
 use futures::future::join_all;
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio_postgres::types::ToSql;
-use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Row;
 
 use crate::error::{PgError, PgResult};
@@ -68,7 +68,9 @@ const DELAY_SQL: &str = "SELECT move_to_delayed($1::text, $2::text, $3::text, $4
      $6::bool, $7::text, $8::text::jsonb)::int8";
 const SET_RATE_LIMIT_SQL: &str =
     "SELECT set_rate_limit($1::text, $2::int8, $3::int8)::text, 0::int8";
-const TO_WAIT_SQL: &str = "SELECT move_active_to_wait($1::text, $2::text, $3::text, $4::int8)";
+const TO_WAIT_SQL: &str = "SELECT (SELECT state::text FROM job WHERE queue = $1 AND id = $2), \
+        (SELECT lock_token FROM job WHERE queue = $1 AND id = $2), \
+        move_active_to_wait($1::text, $2::text, $3::text, $4::int8)";
 
 /// After an empty claim: why nothing came (limiter, next delayed job, pause, global
 /// concurrency), read in one statement.
@@ -77,6 +79,17 @@ const SIGNAL_SQL: &str = "SELECT s.rate_limit_ttl, s.next_delay, \
         (SELECT value FROM meta WHERE queue = $1 AND field = 'concurrency'), \
         (SELECT count(*) FROM job WHERE queue = $1 AND state = 'active') \
    FROM next_signal($1::text, $2::int4, $3::int8) s";
+
+/// What one finish did.
+struct Finished {
+    code: FinishCode,
+    /// The job the fused finish claimed with the finished job's token.
+    next: Option<(String, Row)>,
+    /// The limiter's remaining time (rate-limit finishes).
+    rate_limited_for: Duration,
+    /// Whether the finish claimed in its own transaction (a `*_fetch` function).
+    fused: bool,
+}
 
 /// A Worker's store.
 pub struct PgWorkerStore {
@@ -114,14 +127,16 @@ impl PgWorkerStore {
         worker_name: Option<String>,
         metrics_max_points: u32,
     ) -> Self {
+        let jobs = *listener.signals.jobs.borrow();
+        let events = *listener.signals.events.borrow();
         Self {
             queue,
             listener,
             worker_name,
             metrics_max_points,
             next_token: AtomicU64::new(0),
-            seen_jobs: AtomicU64::new(0),
-            seen_events: AtomicU64::new(0),
+            seen_jobs: AtomicU64::new(jobs),
+            seen_events: AtomicU64::new(events),
             gated: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             limiter: Mutex::new(None),
@@ -214,7 +229,12 @@ impl PgWorkerStore {
     }
 
     /// Why a claim came back short: limiter ttl, next delayed job, gate.
-    async fn signal(&self, client: &ClientWrapper, request: &FetchRequest, fetched: &mut Fetched) -> PgResult<()> {
+    async fn signal(
+        &self,
+        client: &ClientWrapper,
+        request: &FetchRequest,
+        fetched: &mut Fetched,
+    ) -> PgResult<()> {
         let (limiter_max, _) = limiter_args(request.limiter);
         let now = now_i64();
         let row = client
@@ -226,16 +246,18 @@ impl PgWorkerStore {
         let paused: bool = row.get(2);
         let concurrency: Option<String> = row.get(3);
         let active: i64 = row.get(4);
-        fetched.rate_limited_for = Duration::from_millis(
-            u64::try_from(ttl.unwrap_or(0)).unwrap_or(0),
-        );
-        fetched.next_delayed_at = next_delay.and_then(|d| u64::try_from(d).ok()).filter(|d| *d > 0);
+        fetched.rate_limited_for =
+            Duration::from_millis(u64::try_from(ttl.unwrap_or(0)).unwrap_or(0));
+        fetched.next_delayed_at = next_delay
+            .and_then(|d| u64::try_from(d).ok())
+            .filter(|d| *d > 0);
         let maxed = match concurrency.as_deref().map(str::parse::<i64>) {
             Some(Ok(limit)) => limit > 0 && active >= limit,
             Some(Err(_)) => {
-                fetched
-                    .invalid_settings
-                    .push(("concurrency".into(), concurrency.clone().unwrap_or_default()));
+                fetched.invalid_settings.push((
+                    "concurrency".into(),
+                    concurrency.clone().unwrap_or_default(),
+                ));
                 false
             }
             None => false,
@@ -262,7 +284,7 @@ impl PgWorkerStore {
         client: &ClientWrapper,
         finish: &Finish,
         fetch: Option<&FetchRequest>,
-    ) -> PgResult<(FinishCode, Option<(String, Row)>)> {
+    ) -> PgResult<Finished> {
         let q = self.q();
         let id = finish.job_id.as_str();
         let token = finish.token.as_str();
@@ -276,14 +298,33 @@ impl PgWorkerStore {
                         let (limiter_max, limiter_ms) = limiter_args(request.limiter);
                         let name = request.worker_name.clone().or(self.worker_name.clone());
                         let params: [&(dyn ToSql + Sync); 13] = [
-                            &q, &id, &token, &rv, &now, &remove_all, &keep_age, &keep_count,
-                            &ms(request.lock_duration), &now, &name, &limiter_max, &limiter_ms,
+                            &q,
+                            &id,
+                            &token,
+                            &rv,
+                            &now,
+                            &remove_all,
+                            &keep_age,
+                            &keep_count,
+                            &ms(request.lock_duration),
+                            &now,
+                            &name,
+                            &limiter_max,
+                            &limiter_ms,
                         ];
                         rows(client, &complete_fetch_sql(), &params).await
                     }
                     None => {
-                        let params: [&(dyn ToSql + Sync); 8] =
-                            [&q, &id, &token, &rv, &now, &remove_all, &keep_age, &keep_count];
+                        let params: [&(dyn ToSql + Sync); 8] = [
+                            &q,
+                            &id,
+                            &token,
+                            &rv,
+                            &now,
+                            &remove_all,
+                            &keep_age,
+                            &keep_count,
+                        ];
                         rows(client, COMPLETE_SQL, &params).await
                     }
                 }
@@ -300,15 +341,33 @@ impl PgWorkerStore {
                         let (limiter_max, limiter_ms) = limiter_args(request.limiter);
                         let name = request.worker_name.clone().or(self.worker_name.clone());
                         let params: [&(dyn ToSql + Sync); 14] = [
-                            &q, &id, &token, reason, stacktrace, &now, &remove_all, &keep_age,
-                            &keep_count, &ms(request.lock_duration), &now, &name, &limiter_max,
+                            &q,
+                            &id,
+                            &token,
+                            reason,
+                            stacktrace,
+                            &now,
+                            &remove_all,
+                            &keep_age,
+                            &keep_count,
+                            &ms(request.lock_duration),
+                            &now,
+                            &name,
+                            &limiter_max,
                             &limiter_ms,
                         ];
                         rows(client, &fail_fetch_sql(), &params).await
                     }
                     None => {
                         let params: [&(dyn ToSql + Sync); 9] = [
-                            &q, &id, &token, reason, stacktrace, &now, &remove_all, &keep_age,
+                            &q,
+                            &id,
+                            &token,
+                            reason,
+                            stacktrace,
+                            &now,
+                            &remove_all,
+                            &keep_age,
                             &keep_count,
                         ];
                         rows(client, FAIL_SQL, &params).await
@@ -343,14 +402,19 @@ impl PgWorkerStore {
                 rows(client, DELAY_SQL, &params).await
             }
             FinishAction::RateLimit { ttl } => {
-                let params: [&(dyn ToSql + Sync); 3] = [&q, &ms(*ttl), &now];
-                match rows(client, SET_RATE_LIMIT_SQL, &params).await {
-                    Ok(_) => {
-                        let params: [&(dyn ToSql + Sync); 4] = [&q, &id, &token, &now];
-                        rows(client, TO_WAIT_SQL, &params).await
-                    }
-                    Err(e) => Err(e),
+                // A zero ttl (Node's plain RateLimitError after `Queue.rateLimit`) leaves the
+                // limiter as it is.
+                if !ttl.is_zero() {
+                    let params: [&(dyn ToSql + Sync); 3] = [&q, &ms(*ttl), &now];
+                    rows(client, SET_RATE_LIMIT_SQL, &params).await?;
                 }
+                let (refused, left) = to_wait(client, q, id, token).await?;
+                return Ok(Finished {
+                    code: refused.unwrap_or(FinishCode::Ok),
+                    next: None,
+                    rate_limited_for: Duration::from_millis(u64::try_from(left).unwrap_or(0)),
+                    fused: false,
+                });
             }
         };
         let fused = fetch.is_some()
@@ -358,30 +422,43 @@ impl PgWorkerStore {
                 finish.action,
                 FinishAction::Complete { .. } | FinishAction::Fail { .. }
             );
+        let done = |code, next| Finished {
+            code,
+            next,
+            rate_limited_for: Duration::ZERO,
+            fused,
+        };
         match reply {
-            Ok(rows) if fused => Ok((FinishCode::Ok, rows.into_iter().next().map(|r| (finish.token.clone(), r)))),
+            Ok(rows) if fused => Ok(done(
+                FinishCode::Ok,
+                rows.into_iter().next().map(|r| (finish.token.clone(), r)),
+            )),
             Ok(rows) => {
                 let code = rows
                     .first()
                     .and_then(|r| r.try_get::<_, i64>(0).ok())
                     .unwrap_or(0);
                 // Functions answer refusals with a negative code or raise them as BM001.
-                let code = if code < 0 && !matches!(finish.action, FinishAction::RateLimit { .. })
-                {
+                let code = if code < 0 {
                     finish_code(code)
                 } else {
                     FinishCode::Ok
                 };
-                Ok((code, None))
+                Ok(done(code, None))
             }
             Err(e) => match e.bullmq_code() {
-                Some(code) => Ok((finish_code(code), None)),
+                Some(code) => Ok(done(finish_code(code), None)),
                 None => Err(e),
             },
         }
     }
 
-    async fn collect_metrics(&self, client: &ClientWrapper, finishes: &[Finish], codes: &[FinishCode]) {
+    async fn collect_metrics(
+        &self,
+        client: &ClientWrapper,
+        finishes: &[Finish],
+        codes: &[FinishCode],
+    ) {
         if self.metrics_max_points == 0 {
             return;
         }
@@ -406,7 +483,11 @@ impl PgWorkerStore {
     }
 }
 
-async fn rows(client: &ClientWrapper, sql: &str, params: &[&(dyn ToSql + Sync)]) -> PgResult<Vec<Row>> {
+async fn rows(
+    client: &ClientWrapper,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> PgResult<Vec<Row>> {
     let statement = client
         .prepare_cached(sql)
         .await
@@ -439,7 +520,10 @@ fn now_i64() -> i64 {
 
 fn limiter_args(limiter: Option<(u32, Duration)>) -> (Option<i32>, Option<i64>) {
     match limiter {
-        Some((max, duration)) => (Some(i32::try_from(max).unwrap_or(i32::MAX)), Some(ms(duration))),
+        Some((max, duration)) => (
+            Some(i32::try_from(max).unwrap_or(i32::MAX)),
+            Some(ms(duration)),
+        ),
         None => (None, None),
     }
 }
@@ -451,7 +535,8 @@ fn retention_args(keep: Retention) -> (bool, Option<i64>, Option<i32>) {
     }
     (
         false,
-        keep.age.map(|a| i64::try_from(a.as_secs()).unwrap_or(i64::MAX)),
+        keep.age
+            .map(|a| i64::try_from(a.as_secs()).unwrap_or(i64::MAX)),
         keep.count.map(|c| i32::try_from(c).unwrap_or(i32::MAX)),
     )
 }
@@ -514,24 +599,38 @@ impl WorkerStore for PgWorkerStore {
             .collect();
         let mut codes = Vec::with_capacity(finishes.len());
         let mut claimed = Vec::new();
+        let mut limited = Duration::ZERO;
+        // A fused finish that was done but claimed nothing found the queue dry (or gated).
+        let mut dry = false;
         for reply in join_all(calls).await {
-            let (code, next) = reply?;
-            codes.push(code);
-            claimed.extend(next);
+            let finished = reply?;
+            if finished.fused && finished.code.is_ok() && finished.next.is_none() {
+                dry = true;
+            }
+            codes.push(finished.code);
+            claimed.extend(finished.next);
+            limited = limited.max(finished.rate_limited_for);
         }
         self.collect_metrics(&client, finishes, &codes).await;
-        let mut fetched = Fetched::default();
+        let mut fetched = Fetched {
+            rate_limited_for: limited,
+            ..Fetched::default()
+        };
         if let Some(request) = fetch {
             let all_done = codes.iter().all(|c| c.is_ok());
             if !request.only_if_finished || all_done {
-                let wanted = request.count.saturating_sub(u32::try_from(claimed.len()).unwrap_or(u32::MAX));
-                // Slots the fused claims did not fill (their queue ran dry, or they were not
-                // completions) get claims of their own.
-                let fused_dry = (request.count - fused_left) as usize > claimed.len();
-                let extra = if fused_dry { Vec::new() } else { self.claim(&client, request, wanted).await? };
-                claimed.extend(extra);
+                let wanted = request
+                    .count
+                    .saturating_sub(u32::try_from(claimed.len()).unwrap_or(u32::MAX));
+                // Slots the fused claims did not fill get claims of their own, unless a fused
+                // claim already found nothing to take.
+                if !dry && limited.is_zero() {
+                    let extra = self.claim(&client, request, wanted).await?;
+                    claimed.extend(extra);
+                }
                 if claimed.len() < request.count as usize {
                     self.signal(&client, request, &mut fetched).await?;
+                    fetched.rate_limited_for = fetched.rate_limited_for.max(limited);
                 }
                 self.gated.store(fetched.gated, Ordering::Release);
             }
@@ -649,7 +748,11 @@ impl WorkerStore for PgWorkerStore {
             // The protocol's function has no child parameter: check that this child is still
             // pending first (a child finishing right after this read is then waited for in
             // vain until its parent is released; weaker than Redis' one-script check).
-            let child_key = format!("{}:{}", child.queue.rsplit(':').next().unwrap_or(""), child.id);
+            let child_key = format!(
+                "{}:{}",
+                child.queue.rsplit(':').next().unwrap_or(""),
+                child.id
+            );
             let pending = client
                 .query_one(
                     "SELECT EXISTS (SELECT 1 FROM job_dependency WHERE parent_queue = $1 \
@@ -685,31 +788,40 @@ impl WorkerStore for PgWorkerStore {
     async fn move_to_wait(&self, job_id: &str, token: &str) -> BackendResult<MoveToWaitOutcome> {
         self.check_open()?;
         let client = self.client("moving a job back to wait").await?;
-        let reply = client
-            .query_one(TO_WAIT_SQL, &[&self.q(), &job_id, &token, &now_i64()])
-            .await;
-        let left = match reply {
-            Ok(r) => r.get::<_, i64>(0),
-            Err(e) => match crate::error::bullmq_code(&e) {
-                Some(code) => return Ok(MoveToWaitOutcome::Refused(finish_code(code))),
-                None => return Err(PgError::sql("moving a job back to wait")(e).into()),
-            },
-        };
-        if left >= 0 {
-            return Ok(MoveToWaitOutcome::Moved {
+        let (refused, left) = to_wait(&client, self.q(), job_id, token).await?;
+        Ok(match refused {
+            Some(code) => MoveToWaitOutcome::Refused(code),
+            None => MoveToWaitOutcome::Moved {
                 rate_limited_for: Duration::from_millis(u64::try_from(left).unwrap_or(0)),
-            });
-        }
-        // Refused without a code: tell why from the row.
-        let row = self.queue.job_row(job_id).await?;
-        let code = match row {
-            None => FinishCode::MissingJob,
-            Some(r) if row::state(&r) != "active" => FinishCode::NotActive,
-            Some(r) if row::lock_token(&r).is_none() => FinishCode::MissingLock,
-            Some(_) => FinishCode::LockNotOwned,
-        };
-        Ok(MoveToWaitOutcome::Refused(code))
+            },
+        })
     }
+}
+
+/// `move_active_to_wait`, which moves only an active job under `token` but answers the
+/// limiter's remaining time either way: the row read in the same statement's snapshot tells
+/// whether it was moved, and if not why.
+async fn to_wait(
+    client: &ClientWrapper,
+    queue: &str,
+    job_id: &str,
+    token: &str,
+) -> PgResult<(Option<FinishCode>, i64)> {
+    let row = client
+        .query_one(TO_WAIT_SQL, &[&queue, &job_id, &token, &now_i64()])
+        .await
+        .map_err(PgError::sql("moving a job back to wait"))?;
+    let state: Option<String> = row.get(0);
+    let holder: Option<String> = row.get(1);
+    let left: i64 = row.get(2);
+    let refused = match (state.as_deref(), holder) {
+        (None, _) => Some(FinishCode::MissingJob),
+        (Some(s), _) if s != "active" => Some(FinishCode::NotActive),
+        (_, None) => Some(FinishCode::MissingLock),
+        (_, Some(h)) if h != token && token != "0" => Some(FinishCode::LockNotOwned),
+        _ => None,
+    };
+    Ok((refused, left.max(0)))
 }
 
 #[async_trait]

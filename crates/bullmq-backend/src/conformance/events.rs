@@ -6,12 +6,15 @@ use std::time::Duration;
 use super::{named, sleep_ms, Ctx};
 use crate::{Backend, NewJob};
 
+/// The order of an entry id: Redis stream ids `{ms}-{seq}`, or a number.
 fn parse(id: &str) -> (u64, u64) {
-    let (ms, seq) = id.split_once('-').expect("ids are {ms}-{seq}");
-    (ms.parse().expect("ms"), seq.parse().expect("seq"))
+    match id.split_once('-') {
+        Some((ms, seq)) => (ms.parse().expect("ms"), seq.parse().expect("seq")),
+        None => (id.parse().expect("a numeric id"), 0),
+    }
 }
 
-/// Entries have increasing `{ms}-{seq}` ids; a read returns what follows its cursor, and a
+/// Entries have increasing ids; a read returns what follows its cursor, and a
 /// blocking read waits for the next entry.
 pub async fn event_log_read_from_a_cursor(backend: Arc<dyn Backend>, queue: &str) {
     let c = Ctx::new(backend, queue).await;
@@ -56,7 +59,7 @@ pub async fn event_log_read_from_a_cursor(backend: Arc<dyn Backend>, queue: &str
         .unwrap();
     assert!(!got.is_empty(), "the blocked read saw the add");
     assert_eq!(got[0].fields[0], ("event".to_owned(), "added".to_owned()));
-    assert_eq!(got[0].fields[1], ("jobId".to_owned(), id));
+    assert!(got[0].fields.contains(&("jobId".to_owned(), id)));
     assert!(parse(&got[0].id) > parse(&newest));
     c.close().await;
 }
@@ -75,7 +78,11 @@ pub async fn event_log_trimmed_to_max_len(backend: Arc<dyn Backend>, queue: &str
     let jobs: Vec<NewJob> = (0..300).map(|_| NewJob::new("x", "{}", "{}", ts)).collect();
     c.queue.add_bulk(&jobs).await.unwrap();
     let kept = c.all_events().await.len();
-    assert!((10..600).contains(&kept), "{kept} of 600 entries kept");
+    if super::profile().bulk_add_trims_events {
+        assert!((10..600).contains(&kept), "{kept} of 600 entries kept");
+    } else {
+        assert_eq!(kept, 600, "a bulk add does not trim on this protocol");
+    }
     c.close().await;
 }
 
@@ -93,7 +100,10 @@ pub async fn publish_custom_event(backend: Arc<dyn Backend>, queue: &str) {
     let custom = named(&all, "custom");
     assert_eq!(custom.len(), 1);
     let entry = all.iter().find(|e| e.id == id).expect("entry by id");
-    assert_eq!(entry.fields, fields);
+    assert_eq!(
+        super::in_profile_order(&entry.fields),
+        super::in_profile_order(&fields)
+    );
     publisher.close().await.unwrap();
     c.close().await;
 }

@@ -92,5 +92,9 @@ pub async fn backend() -> Arc<PostgresBackend> {
     let config = PgConfig::from_url(&pg_url())
         .and_then(|c| c.with_schema(schema))
         .expect("PG_URL");
-    Arc::new(PostgresBackend::open(config).await.expect("open the test schema"))
+    Arc::new(
+        PostgresBackend::open(config)
+            .await
+            .expect("open the test schema"),
+    )
 }

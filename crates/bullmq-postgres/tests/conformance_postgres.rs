@@ -1,0 +1,58 @@
+//! The backend conformance suite on PostgreSQL, on a schema Node BullMQ 6.7.0's migrator made
+//! (see `common`): the cases whose semantics the protocol shares with Redis.
+
+mod common;
+
+use std::sync::Arc;
+
+use bullmq_backend::Backend;
+
+async fn postgres() -> Arc<dyn Backend> {
+    common::backend().await
+}
+
+bullmq_backend::conformance_tests!(@cases postgres(), profile = bullmq_backend::conformance::Profile::NODE_POSTGRES;
+    add_and_read_back,
+    bulk_add_keeps_order,
+    custom_id_duplicate,
+    deduplication_window_and_release,
+    deduplication_ttl_expires,
+    deduplication_modes,
+    deduplication_extend,
+    retry_placement,
+    retention_by_age,
+    priorities_and_lifo_order,
+    delayed_job_promoted_when_due,
+    fetch_locks_and_counts_attempts,
+    complete_with_retention,
+    finish_and_fetch_in_one_call,
+    retry_then_fail_with_retries_exhausted,
+    retry_backoff_delay,
+    lock_checks_on_finish,
+    fetch_with_exact_token,
+    extend_locks_renews_own_locks,
+    stalled_jobs_recovered,
+    pause_gates_fetch,
+    rate_limits,
+    wait_for_job_woken_by_add,
+    step_job_moves_back_to_wait,
+    event_log_read_from_a_cursor,
+    event_log_trimmed_to_max_len,
+    publish_custom_event,
+    drain_removes_waiting_jobs,
+    clean_removes_old_finished_jobs,
+    obliterate_deletes_a_paused_queue,
+    remove_job_by_id,
+    retry_moves_a_finished_job_back,
+    promote_moves_a_delayed_job_now,
+    change_priority_requeues_a_waiting_job,
+    change_delay_reschedules_a_delayed_job,
+    clear_logs_keeps_the_newest,
+    retry_jobs_moves_finished_jobs_in_batches,
+    promote_jobs_moves_delayed_jobs_in_batches,
+    extend_lock_checks_the_token,
+    logs_progress_and_data,
+    metrics_count_finished_jobs,
+    queue_control_limits_gate_fetches,
+    queue_control_keys_and_counts,
+);
