@@ -78,6 +78,14 @@ pub enum PgConfigError {
     /// characters, as Node checks it).
     #[error("`{0}` is not a valid BullMQ schema name (letters, digits, `_` and `$`, not starting with a digit, at most 63 characters)")]
     InvalidSchema(String),
+    /// A URL setting that is unknown, or whose value is refused.
+    #[error("the URL setting `{key}={value}` is unknown or invalid (see libpq's connection parameters, plus schema and pool_size)")]
+    Setting {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
     /// tokio-postgres refused the remaining settings.
     #[error("invalid PostgreSQL setting: {0}")]
     Client(#[source] tokio_postgres::Error),
@@ -157,6 +165,17 @@ impl PgConfig {
                         })?
                 }
                 _ => rest.push((key.into_owned(), value.into_owned())),
+            }
+        }
+        // tokio-postgres says only "invalid connection string": find the setting it refuses.
+        for (key, value) in &rest {
+            let mut probe = url::Url::parse("postgres://localhost/").expect("a valid URL");
+            probe.query_pairs_mut().append_pair(key, value);
+            if tokio_postgres::Config::from_str(probe.as_str()).is_err() {
+                return Err(PgConfigError::Setting {
+                    key: key.clone(),
+                    value: value.clone(),
+                });
             }
         }
         if rest.is_empty() {
