@@ -1,9 +1,11 @@
 //! Shared helpers of the integration tests: Redis access, unique queue names, the Node oracle,
-//! polling, event-stream normalisation.
+//! polling, event-stream normalisation; PostgreSQL fixtures in [`pg`].
 //!
 //! Each test file does `mod common;` and uses what it needs, so some helpers are unused in some
 //! files.
 #![allow(dead_code, unreachable_pub)]
+
+pub mod pg;
 
 use std::collections::hash_map::RandomState;
 use std::future::Future;
