@@ -28,6 +28,8 @@
 //   removeOrphanedJobs        {count?, limit?}    queue.removeOrphanedJobs(count, limit)
 //   getDelayedCount           {timestamp?}        queue.getDelayedCount(timestamp)
 //   getVersion                                    queue.getVersion()
+//   setGlobalConcurrency      {concurrency}       queue.setGlobalConcurrency(concurrency)
+//   setGlobalRateLimit        {max, duration}     queue.setGlobalRateLimit(max, duration)
 //   removeDeprecatedPriorityKey                   queue.removeDeprecatedPriorityKey()
 //   recordJobCountsMetric     {types?}            queue.recordJobCountsMetric(...types)
 //   isJobScheduler            {id}                (await queue.jobScheduler).isJobScheduler(id)
@@ -80,6 +82,8 @@ const OPS = {
     queue.removeOrphanedJobs(a.count === undefined ? 1000 : a.count, a.limit === undefined ? 0 : a.limit),
   getDelayedCount: (queue, a) => queue.getDelayedCount(a.timestamp === undefined ? undefined : a.timestamp),
   getVersion: queue => queue.getVersion(),
+  setGlobalConcurrency: (queue, a) => queue.setGlobalConcurrency(a.concurrency),
+  setGlobalRateLimit: (queue, a) => queue.setGlobalRateLimit(a.max, a.duration),
   removeDeprecatedPriorityKey: queue => queue.removeDeprecatedPriorityKey(),
   recordJobCountsMetric: (queue, a) => queue.recordJobCountsMetric(...(a.types || [])),
   isJobScheduler: async (queue, a) => (await queue.jobScheduler).isJobScheduler(String(a.id)),

@@ -1,0 +1,391 @@
+//! Interop on BullMQ's PostgreSQL protocol, with the real clients, on schemas Node BullMQ
+//! 6.7.0's migrator made: a Node producer feeds our supervised Worker while Node's QueueEvents
+//! listens; our producer feeds Node's Worker; a Python (PyPI bullmq) producer feeds ours; and a
+//! mixed fleet (our Worker and Node's on one queue, global concurrency set by Node) completes
+//! every job exactly once without ever exceeding the limit. Skips loudly without PostgreSQL or
+//! Node.
+
+mod common;
+mod worker_common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bullmq_postgres::{PgConfig, PostgresBackend};
+use common::pg::*;
+use ractor_bullmq::protocol::JobOptions;
+use ractor_bullmq::{Queue, QueueEventsProducer, QueueOptions, Worker, WorkerArgs, WorkerOptions};
+use serde_json::{json, Value as Json};
+
+async fn backend(schema: &str) -> Result<Arc<PostgresBackend>> {
+    let config = PgConfig::from_url(&pg_url())?.with_schema(schema)?;
+    Ok(Arc::new(PostgresBackend::open(config).await?))
+}
+
+/// Polls `psql` until `sql` (a count) reaches `n`, or fails after `timeout`.
+async fn until_count(sql: &str, n: i64, timeout: Duration) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let got: i64 = psql(sql)?.parse().unwrap_or(-1);
+        if got >= n {
+            return Ok(());
+        }
+        if start.elapsed() > timeout {
+            bail!("`{sql}` is {got} after {timeout:?}, expected {n}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn finished_sql(schema: &str, queue: &str) -> String {
+    format!(
+        "SELECT count(*) FROM \"{schema}\".job WHERE queue = '{queue}' \
+           AND state IN ('completed', 'failed')"
+    )
+}
+
+/// Node's QueueEvents output grouped by job: the event names in the order they came.
+fn per_job(events: &Json) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in events.as_array().expect("events") {
+        let name = e["event"].as_str().unwrap_or_default().to_string();
+        if let Some(id) = e["args"].get("jobId").and_then(Json::as_str) {
+            out.entry(id.to_string()).or_default().push(name);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_producer_feeds_our_worker_and_node_queue_events_hears_it() -> Result<()> {
+    if !pg_and_node_available() {
+        return Ok(());
+    }
+    let schema = FreshSchema::migrated_by_node().await?;
+    let queue = common::unique_queue("pg-node-producer");
+    let backend = backend(&schema.name).await?;
+
+    // Node's QueueEvents reads from the first event, until our producer's `test-end`.
+    let listener = {
+        let (schema, queue) = (schema.name.clone(), queue.clone());
+        tokio::spawn(async move {
+            run_node_pg(
+                "listen_events.js",
+                &schema,
+                &json!({"queue": queue, "timeoutMs": 90_000}),
+            )
+            .await
+        })
+    };
+
+    let jobs = json!([
+        {"name": "plain", "data": {"n": 1}},
+        {"name": "progress", "data": {"progress": [10, {"step": 2}], "log": "a line"}},
+        {"name": "retried", "data": {"failAttempts": 1}, "opts": {"attempts": 2}},
+        {"name": "failing", "data": {"fail": "no luck"}},
+        {"name": "prioritized", "data": {"n": 2}, "opts": {"priority": 3}},
+        {"name": "delayed", "data": {"n": 3}, "opts": {"delay": 300}},
+        {"name": "custom", "data": {"returnValue": [1, "two"]}, "opts": {"jobId": "custom-1"}},
+    ]);
+    let added = run_node_pg(
+        "add_jobs.js",
+        &schema.name,
+        &json!({"queue": queue, "jobs": jobs}),
+    )
+    .await?;
+    let ids: Vec<String> = added["ids"]
+        .as_array()
+        .context("ids")?
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(ids.len(), 7);
+
+    let args = WorkerArgs::open(
+        backend.as_ref(),
+        &queue,
+        worker_common::scripted,
+        WorkerOptions::new().concurrency(4).name("rust-pg"),
+    )
+    .await?;
+    let worker = Worker::spawn(args).await?;
+    until_count(
+        &finished_sql(&schema.name, &queue),
+        7,
+        Duration::from_secs(60),
+    )
+    .await?;
+
+    // Node reads back what our Worker wrote.
+    let read = run_node_pg(
+        "read_jobs.js",
+        &schema.name,
+        &json!({"queue": queue, "ids": ids}),
+    )
+    .await?;
+    let by_name: BTreeMap<String, Json> = read["jobs"]
+        .as_array()
+        .context("jobs")?
+        .iter()
+        .map(|j| {
+            (
+                j["name"].as_str().unwrap_or_default().to_string(),
+                j.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(by_name["plain"]["state"], "completed");
+    assert_eq!(
+        by_name["plain"]["returnvalue"],
+        json!({"processedBy": "rust"})
+    );
+    assert_eq!(by_name["custom"]["returnvalue"], json!([1, "two"]));
+    assert_eq!(by_name["retried"]["state"], "completed");
+    assert_eq!(by_name["retried"]["attemptsMade"], 2);
+    assert_eq!(by_name["failing"]["state"], "failed");
+    assert_eq!(by_name["failing"]["failedReason"], "no luck");
+    assert_eq!(by_name["progress"]["progress"], json!({"step": 2}));
+    assert_eq!(by_name["plain"]["processedBy"], "rust-pg");
+
+    // Our QueueEventsProducer ends Node's listener.
+    let producer = QueueEventsProducer::with_backend(&queue, backend.as_ref(), None).await?;
+    producer
+        .publish_event("test-end", [("by", "rust")], 10_000)
+        .await?;
+    let heard = listener.await??;
+    let events = per_job(&heard["events"]);
+    for id in &ids {
+        let names = &events[id];
+        assert_eq!(
+            names.first().map(String::as_str),
+            Some("added"),
+            "{id}: {names:?}"
+        );
+        let last = names.last().map(String::as_str);
+        assert!(
+            matches!(
+                last,
+                Some("completed") | Some("failed") | Some("retries-exhausted")
+            ),
+            "{id} ends finished: {names:?}"
+        );
+        assert!(names.contains(&"active".to_string()), "{id}: {names:?}");
+    }
+    let progress = &events[&ids[1]];
+    assert_eq!(
+        progress.iter().filter(|n| *n == "progress").count(),
+        2,
+        "{progress:?}"
+    );
+    let retried = &events[&ids[2]];
+    assert_eq!(
+        retried.iter().filter(|n| *n == "active").count(),
+        2,
+        "two attempts: {retried:?}"
+    );
+    worker.close().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_producer_feeds_nodes_worker() -> Result<()> {
+    if !pg_and_node_available() {
+        return Ok(());
+    }
+    let schema = FreshSchema::migrated_by_node().await?;
+    let name = common::unique_queue("pg-rust-producer");
+    let backend = backend(&schema.name).await?;
+    let queue = Queue::with_backend(&name, backend.as_ref(), QueueOptions::default()).await?;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let job = queue
+            .add("ours", json!({"i": i, "returnValue": {"i": i}}))
+            .await?;
+        ids.push(job.id().to_string());
+    }
+    let bulk = queue
+        .add_bulk((0..3).map(|i| ("bulk", json!({"b": i}), JobOptions::default())))
+        .await?;
+    ids.extend(bulk.iter().map(|j| j.id().to_string()));
+    let ran = run_node_pg(
+        "run_worker.js",
+        &schema.name,
+        &json!({"queue": name, "stopAfter": 8, "timeoutMs": 60_000}),
+    )
+    .await?;
+    let completed: BTreeSet<String> = ran["completed"]
+        .as_array()
+        .context("completed")?
+        .iter()
+        .map(|c| c["id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(completed, ids.iter().cloned().collect::<BTreeSet<_>>());
+    for i in 0..5 {
+        let job = queue.get_job(&ids[i]).await?.context("kept")?;
+        assert_eq!(job.returnvalue(), Some(&json!({"i": i})));
+    }
+    queue.close().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_producer_feeds_our_worker() -> Result<()> {
+    if !pg_and_node_available() {
+        return Ok(());
+    }
+    let Some(python) = python_pg() else {
+        return Ok(());
+    };
+    let schema = FreshSchema::migrated_by_node().await?;
+    let queue = common::unique_queue("pg-python");
+    let added = python_pg_add(
+        &python,
+        &schema.name,
+        &queue,
+        &json!([
+            {"name": "py", "data": {"from": "python"}},
+            {"name": "py2", "data": {"returnValue": "ok"}, "opts": {"attempts": 2}},
+        ]),
+    )
+    .await?;
+    let backend = backend(&schema.name).await?;
+    let args = WorkerArgs::open(
+        backend.as_ref(),
+        &queue,
+        worker_common::scripted,
+        WorkerOptions::new(),
+    )
+    .await?;
+    let worker = Worker::spawn(args).await?;
+    until_count(
+        &finished_sql(&schema.name, &queue),
+        2,
+        Duration::from_secs(30),
+    )
+    .await?;
+    let states = psql(&format!(
+        "SELECT string_agg(state::text || ':' || COALESCE(return_value::text, ''), ',' ORDER BY id) \
+           FROM \"{}\".job WHERE queue = '{queue}'",
+        schema.name
+    ))?;
+    assert_eq!(
+        states, "completed:{\"processedBy\": \"rust\"},completed:\"ok\"",
+        "{added:?}"
+    );
+    worker.close().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mixed_fleet_under_nodes_global_concurrency_completes_each_job_once() -> Result<()> {
+    if !pg_and_node_available() {
+        return Ok(());
+    }
+    const JOBS: usize = 60;
+    const LIMIT: i64 = 3;
+    for run in 0..3 {
+        let schema = FreshSchema::migrated_by_node().await?;
+        let queue = common::unique_queue("pg-fleet");
+        run_node_pg(
+            "admin.js",
+            &schema.name,
+            &json!({"queue": queue, "op": "setGlobalConcurrency", "concurrency": LIMIT}),
+        )
+        .await?;
+        let jobs: Vec<Json> = (0..JOBS)
+            .map(|i| json!({"name": "j", "data": {"i": i, "sleepMs": 60}}))
+            .collect();
+        run_node_pg(
+            "add_jobs.js",
+            &schema.name,
+            &json!({"queue": queue, "jobs": jobs, "bulk": true}),
+        )
+        .await?;
+
+        // Sample the active count while both fleets run.
+        let sampler = {
+            let sql = format!(
+                "SELECT count(*) FROM \"{}\".job WHERE queue = '{queue}' AND state = 'active'",
+                schema.name
+            );
+            let done = finished_sql(&schema.name, &queue);
+            tokio::task::spawn_blocking(move || -> Result<i64> {
+                let mut max = 0;
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_secs(90) {
+                    max = max.max(psql(&sql)?.parse::<i64>().unwrap_or(0));
+                    if psql(&done)?.parse::<usize>().unwrap_or(0) >= JOBS {
+                        break;
+                    }
+                }
+                Ok(max)
+            })
+        };
+        // Node's Worker first (its process takes a moment to start), then ours. Each may hold 2
+        // of the 3 slots, so both must take part (a worker that finishes and claims in one
+        // transaction keeps its slots otherwise).
+        let node = {
+            let (schema, queue) = (schema.name.clone(), queue.clone());
+            tokio::spawn(async move {
+                run_node_pg(
+                    "run_worker.js",
+                    &schema,
+                    &json!({"queue": queue, "concurrency": 2, "idleMs": 3000,
+                            "timeoutMs": 90_000, "name": "node"}),
+                )
+                .await
+            })
+        };
+        until_count(
+            &format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{queue}:w:node'"
+            ),
+            1,
+            Duration::from_secs(30),
+        )
+        .await?;
+        let backend = backend(&schema.name).await?;
+        let args = WorkerArgs::open(
+            backend.as_ref(),
+            &queue,
+            worker_common::scripted,
+            WorkerOptions::new().concurrency(2).name("rust"),
+        )
+        .await?;
+        let ours = Worker::spawn(args).await?;
+        until_count(
+            &finished_sql(&schema.name, &queue),
+            JOBS as i64,
+            Duration::from_secs(90),
+        )
+        .await?;
+        let max_active = sampler.await??;
+        ours.close().await?;
+        let node = node.await??;
+        assert!(
+            max_active <= LIMIT,
+            "run {run}: {max_active} active against a limit of {LIMIT}"
+        );
+        // Exactly once: one `completed` event per job, and every job completed.
+        let completions = psql(&format!(
+            "SELECT count(*), count(DISTINCT data->>'jobId') FROM \"{}\".event \
+              WHERE queue = '{queue}' AND event = 'completed'",
+            schema.name
+        ))?;
+        assert_eq!(completions, format!("{JOBS}|{JOBS}"), "run {run}");
+        let by_node = node["completed"].as_array().map_or(0, Vec::len);
+        let by_us: i64 = psql(&format!(
+            "SELECT count(*) FROM \"{}\".job WHERE queue = '{queue}' AND processed_by = 'rust'",
+            schema.name
+        ))?
+        .parse()?;
+        eprintln!(
+            "run {run}: Node completed {by_node}, we completed {by_us}, max active {max_active}"
+        );
+        assert!(by_node > 0 && by_us > 0, "run {run}: both fleets took part");
+        assert_eq!(by_node + usize::try_from(by_us)?, JOBS, "run {run}");
+    }
+    Ok(())
+}
