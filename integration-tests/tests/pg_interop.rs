@@ -222,8 +222,8 @@ async fn our_producer_feeds_nodes_worker() -> Result<()> {
         .map(|c| c["id"].as_str().unwrap_or_default().to_string())
         .collect();
     assert_eq!(completed, ids.iter().cloned().collect::<BTreeSet<_>>());
-    for i in 0..5 {
-        let job = queue.get_job(&ids[i]).await?.context("kept")?;
+    for (i, id) in ids.iter().take(5).enumerate() {
+        let job = queue.get_job(id).await?.context("kept")?;
         assert_eq!(job.returnvalue(), Some(&json!({"i": i})));
     }
     queue.close().await?;
