@@ -6,6 +6,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod pg;
+pub mod pg_server;
 
 use std::collections::hash_map::RandomState;
 use std::future::Future;
