@@ -23,7 +23,7 @@ fn node_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../integration-tests/node")
 }
 
-fn psql(sql: &str) -> String {
+pub fn psql(sql: &str) -> String {
     let out = Command::new("psql")
         .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d"])
         .arg(pg_url())
