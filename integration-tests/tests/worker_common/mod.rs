@@ -21,6 +21,24 @@ fn as_list(value: &Value) -> Vec<Value> {
 /// The data-driven processor: `sleepMs`, `progress`, `log`, `panic`, `unrecoverable`, `fail`,
 /// `failAttempts`, `returnValue` (default `{"processedBy": "rust"}`), as `run_worker.js`.
 pub async fn scripted(job: Job, ctx: JobContext) -> Result<Value> {
+    script(job, ctx, "rust").await
+}
+
+/// [`scripted`] whose default return value names `who` (`{"processedBy": who}`), so a run can
+/// leave exactly what `run_worker.js` leaves.
+pub fn scripted_as(
+    who: &'static str,
+) -> impl Fn(
+    Job,
+    JobContext,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value>> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    move |job, ctx| Box::pin(script(job, ctx, who))
+}
+
+async fn script(job: Job, ctx: JobContext, who: &str) -> Result<Value> {
     let data = job.data_value().clone();
     if let Some(ms) = data.get("sleepMs").and_then(Value::as_u64) {
         tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -65,7 +83,7 @@ pub async fn scripted(job: Job, ctx: JobContext) -> Result<Value> {
     Ok(data
         .get("returnValue")
         .cloned()
-        .unwrap_or_else(|| json!({"processedBy": "rust"})))
+        .unwrap_or_else(|| json!({"processedBy": who})))
 }
 
 /// Connection config of the test Redis.
