@@ -61,6 +61,12 @@ impl FakeStore {
     }
 }
 
+impl ractor_bullmq::store::BackendName for FakeStore {
+    fn backend_name(&self) -> &'static str {
+        "fake"
+    }
+}
+
 #[async_trait]
 impl ractor_bullmq::store::JobFlows for FakeStore {
     async fn get_dependencies(&self, _id: &str) -> StoreResult<ractor_bullmq::store::Dependencies> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bullmq_protocol::keys::QueueKeys;
 
+use crate::capability::{unsupported, BackendName, Capabilities, Capability};
 use crate::error::BackendResult;
 use crate::events::{EventPublisher, EventStream};
 use crate::flow_store::FlowStore;
@@ -27,8 +28,15 @@ pub struct WorkerStoreOptions {
 /// supervised worker, so a restarted worker opens fresh stores from it.
 ///
 /// Every store a backend opens serves one queue, named by its [`QueueKeys`] (prefix and name).
+///
+/// Required: [`BackendName::backend_name`] and the four stores of a queue. Optional:
+/// [`Backend::flow_store`] ([`Capability::Flows`]) and [`Backend::list_queues`]
+/// ([`Capability::QueueDiscovery`]), whose default bodies decline;
+/// [`Backend::capabilities`] says which optional parts (of the backend and of its stores) it
+/// offers, and defaults to none.
 #[async_trait]
-pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
+pub trait Backend: BackendName + std::fmt::Debug {
     /// Opens the producer/admin store of `queue`.
     async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>>;
 
@@ -46,6 +54,21 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>>;
 
     /// Opens a store that adds and reads flows across every queue of this backend (each call
-    /// names the queues it touches).
-    async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>>;
+    /// names the queues it touches). Declined ([`Capability::Flows`]) by default.
+    async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>> {
+        unsupported(self, Capability::Flows)
+    }
+
+    /// The names of the queues under `namespace` (the Redis backend: the key prefix), sorted,
+    /// whoever created them. Declined ([`Capability::QueueDiscovery`]) by default.
+    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
+        unsupported(self, Capability::QueueDiscovery)
+    }
+
+    /// Which optional capabilities this backend and the stores it opens offer. The default,
+    /// [`Capabilities::none`], is the required core only: a backend that implements optional
+    /// methods says so here.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+    }
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use bullmq_protocol::DecodeError;
 
+use crate::capability::Capability;
+
 /// A backend's own error (a Redis client error, a SQL error), kept with its type so callers can
 /// downcast it (`error.downcast_ref::<bullmq_redis::RedisError>()`).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -46,6 +48,15 @@ pub enum BackendError {
     /// The backend has been closed.
     #[error("the backend is closed")]
     Closed,
+    /// The backend declines this optional part of the seam (see [`Capability`]); nothing was
+    /// read or written.
+    #[error("the {backend} backend does not support {capability}")]
+    Unsupported {
+        /// What was declined.
+        capability: Capability,
+        /// The backend's [`BackendName::backend_name`](crate::BackendName::backend_name).
+        backend: &'static str,
+    },
     /// Any other failure of the backend (a command failed, a reply was malformed), typed.
     #[error(transparent)]
     Backend(BoxError),
@@ -55,6 +66,14 @@ impl BackendError {
     /// Wraps a backend-specific error.
     pub fn backend(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Backend(Box::new(error))
+    }
+
+    /// The capability the backend declined, when this is [`BackendError::Unsupported`].
+    pub fn unsupported_capability(&self) -> Option<Capability> {
+        match self {
+            Self::Unsupported { capability, .. } => Some(*capability),
+            _ => None,
+        }
     }
 
     /// True when the backend could not be reached at all.

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::JobRecord;
 
+use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 use crate::queue::NewJob;
 
@@ -91,10 +92,13 @@ impl FlowNodeRead {
 
 /// Adding and reading flows, across the queues of one backend.
 #[async_trait]
-pub trait FlowStore: Send + Sync + 'static {
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
+pub trait FlowStore: BackendName {
     /// Adds every node of `nodes` (parents before children) in one atomic step: every node is
     /// checked before the first write, so a refusal writes nothing.
-    async fn add_flow(&self, nodes: &[FlowNodeInsert]) -> BackendResult<FlowAdded>;
+    async fn add_flow(&self, nodes: &[FlowNodeInsert]) -> BackendResult<FlowAdded> {
+        unsupported(self, Capability::Flows)
+    }
 
     /// The job `job_id` of `queue` and the keys of its children (the first page of each kind,
     /// about `max_children` each, as Node's `getFlow` reads them); `None` when it does not
@@ -104,7 +108,9 @@ pub trait FlowStore: Send + Sync + 'static {
         queue: &QueueKeys,
         job_id: &str,
         max_children: u64,
-    ) -> BackendResult<Option<FlowNodeRead>>;
+    ) -> BackendResult<Option<FlowNodeRead>> {
+        unsupported(self, Capability::Flows)
+    }
 
     /// Releases the connection when this store owns it; idempotent.
     async fn close(&self) -> BackendResult<()>;

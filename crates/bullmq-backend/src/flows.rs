@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 
 /// A parent's children by outcome, keyed by the child's job key (`{prefix}:{queue}:{id}`), as
@@ -112,12 +113,17 @@ impl DependencyPage {
 
 /// Reading a flow parent's children.
 #[async_trait]
-pub trait JobFlows: Send + Sync + 'static {
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
+pub trait JobFlows: BackendName {
     /// The children of `job_id` by outcome (all of them; empty for a job without children).
-    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies>;
+    async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
+        unsupported(self, Capability::Flows)
+    }
 
     /// How many children of `job_id` there are by outcome.
-    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts>;
+    async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
+        unsupported(self, Capability::Flows)
+    }
 
     /// About `count` children of `job_id` of one `kind`, from `cursor` (0 to start). The
     /// cursor is the backend's (Redis: `HSCAN` / `SSCAN` cursors, a rank for `Failed`); a page
@@ -128,7 +134,9 @@ pub trait JobFlows: Send + Sync + 'static {
         kind: DependencyKind,
         cursor: u64,
         count: u64,
-    ) -> BackendResult<DependencyPage>;
+    ) -> BackendResult<DependencyPage> {
+        unsupported(self, Capability::Flows)
+    }
 }
 
 #[async_trait]

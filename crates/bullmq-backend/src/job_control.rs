@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 
 /// Which finished set a retried job is taken from (Node `job.retry(state)`). Exhaustive:
@@ -100,7 +101,8 @@ pub enum LockOutcome {
 
 /// Moving jobs by hand.
 #[async_trait]
-pub trait JobControl: Send + Sync + 'static {
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
+pub trait JobControl: BackendName {
     /// Moves a job from `from` back to be processed again (Node `job.retry(state, opts)`):
     /// clears `finishedOn`, `processedOn` and the outcome field (plus `atm` / `ats` as
     /// `reset` says), queues it as its `priority` and `lifo` say (prioritized, or the front
@@ -112,12 +114,16 @@ pub trait JobControl: Send + Sync + 'static {
         job_id: &str,
         from: RetryFrom,
         reset: RetryReset,
-    ) -> BackendResult<ControlOutcome>;
+    ) -> BackendResult<ControlOutcome> {
+        unsupported(self, Capability::JobControl)
+    }
 
     /// Moves a delayed job to be processed now (Node `job.promote()`): into `prioritized`
     /// when it has a priority, else to the back of `wait` as a new job (whatever its `lifo`); sets its `delay` to 0
     /// and emits `waiting` (prev `delayed`).
-    async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome>;
+    async fn promote_job(&self, job_id: &str) -> BackendResult<ControlOutcome> {
+        unsupported(self, Capability::JobControl)
+    }
 
     /// Sets a job's `priority` (Node `job.changePriority({priority, lifo})`; 0 = none, already
     /// validated by the caller). A job in `prioritized` or `wait` is queued again: priority 0
@@ -129,15 +135,21 @@ pub trait JobControl: Send + Sync + 'static {
         job_id: &str,
         priority: u32,
         lifo: bool,
-    ) -> BackendResult<ControlOutcome>;
+    ) -> BackendResult<ControlOutcome> {
+        unsupported(self, Capability::JobControl)
+    }
 
     /// Reschedules a delayed job to be due `delay` from now (Node `job.changeDelay(delay)`):
     /// sets its `delay` field and emits `delayed` (jobId, delay = the due time in ms).
-    async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome>;
+    async fn change_delay(&self, job_id: &str, delay: Duration) -> BackendResult<ControlOutcome> {
+        unsupported(self, Capability::JobControl)
+    }
 
     /// Deletes a job's log lines, keeping the newest `keep` (0: all go), as Node's
     /// `job.clearLogs(keepLogs)`. A job without logs (or no such job) is not an error.
-    async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()>;
+    async fn clear_logs(&self, job_id: &str, keep: u64) -> BackendResult<()> {
+        unsupported(self, Capability::Logs)
+    }
 
     /// One batch of Node's `queue.retryJobs({state, count, timestamp})`: moves up to `count`
     /// (at least 1) jobs of `from` finished at or before `finished_by_ms`, oldest first, to
@@ -151,13 +163,17 @@ pub trait JobControl: Send + Sync + 'static {
         from: RetryFrom,
         count: u32,
         finished_by_ms: u64,
-    ) -> BackendResult<u64>;
+    ) -> BackendResult<u64> {
+        unsupported(self, Capability::JobControl)
+    }
 
     /// One batch of Node's `queue.promoteJobs({count})`: moves up to `count` (at least 1)
     /// delayed jobs, soonest due first, to the back of `wait` (whatever their priority, as
     /// Node's script; their `delay` field is left as it was), emitting `waiting` (prev
     /// `delayed`) per job. Returns how many moved, as [`JobControl::retry_jobs`].
-    async fn promote_jobs(&self, count: u32) -> BackendResult<u64>;
+    async fn promote_jobs(&self, count: u32) -> BackendResult<u64> {
+        unsupported(self, Capability::JobControl)
+    }
 
     /// Renews job `job_id`'s lock for `duration` if it carries `token` (Node
     /// `job.extendLock(token, duration)`), taking the job out of the stalled candidates.
@@ -166,7 +182,9 @@ pub trait JobControl: Send + Sync + 'static {
         job_id: &str,
         token: &str,
         duration: Duration,
-    ) -> BackendResult<LockOutcome>;
+    ) -> BackendResult<LockOutcome> {
+        unsupported(self, Capability::JobControl)
+    }
 }
 
 #[async_trait]

@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | [`Producer`] | add one job, add many atomically | `Queue::add`, `add_bulk` |
 //! | [`QueueAdmin`] | counts, ranges, state, jobs, logs, meta, pause, drain, clean, obliterate, remove, metrics | `Queue` getters and admin, `wait_until_finished`, the autoscaler |
+//! | [`QueueStore`] | all of the queue's traits, plus listing the queue's workers | `Queue` |
 //! | [`JobUpdates`] | progress, log, data of one job | `Queue`, a running job's context |
 //! | [`JobFlows`] | a flow parent's children by outcome, and their counts | `Queue`, a running job's context |
 //! | [`FlowStore`] | add a whole flow (a tree of jobs across queues) atomically, read it back node by node | `FlowProducer` |
@@ -15,7 +16,12 @@
 //! | [`JobSchedulers`] | upsert, next iteration, read, count, remove job schedulers | `Queue` scheduler API, the CLI |
 //! | [`WorkerStore`] | fetch, finish (+ fetch), locks, stalled check, wait for work, next scheduler iteration, a running job's own moves (to waiting-children, back to wait) | the Worker, its LockManager, a running job's context |
 //! | [`EventStream`] / [`EventPublisher`] | read the event log from a cursor, publish | QueueEvents, QueueEventsProducer |
-//! | [`Backend`] | opens all of the above for a queue | `Runtime`, `WorkerSpec`, `Queue::with_backend` |
+//! | [`Backend`] | opens all of the above for a queue; lists the queues of a namespace | `Runtime`, `WorkerSpec`, `Queue::with_backend`, the CLI |
+//!
+//! Beyond a required core, every method is optional: its default body declines with
+//! [`BackendError::Unsupported`] naming its [`Capability`] and the store's [`BackendName`], and
+//! [`Backend::capabilities`] says which capabilities a backend offers (see [`capability`] for
+//! the core and the groups).
 //!
 //! Values cross the seam as job records ([`JobRecord`]), not as a backend's encoding;
 //! optimisations a backend makes (the Redis backend's hints to its scripts, its lock-token
@@ -28,6 +34,7 @@
 //! backend must pass ([`conformance`]).
 
 mod backend;
+pub mod capability;
 mod error;
 pub mod events;
 pub mod flow_store;
@@ -49,6 +56,7 @@ use std::sync::Arc;
 
 pub use backend::{Backend, WorkerStoreOptions};
 pub use bullmq_protocol::JobRecord;
+pub use capability::{BackendName, Capabilities, Capability};
 pub use error::{BackendError, BackendResult, BoxError};
 pub use events::{EventEntry, EventPublisher, EventStream};
 pub use flow_store::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowRefusal, FlowStore};
@@ -58,7 +66,7 @@ pub use maintenance::{ChildDependency, QueueMaintenance};
 pub use metrics::{Metrics, MetricsKind, MetricsMeta};
 pub use queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,
-    RemoveOutcome,
+    RemoveOutcome, WorkerInfo,
 };
 pub use queue_control::{GlobalRateLimit, QueueControl};
 pub use schedulers::{JobSchedulers, NextIteration, UpsertOutcome};

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 
+use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 
 /// Outcome of [`QueueMaintenance::remove_child_dependency`] (Node's codes 0, 1, -1, -5).
@@ -25,17 +26,24 @@ pub enum ChildDependency {
 
 /// Upkeep of one queue and its jobs.
 #[async_trait]
-pub trait QueueMaintenance: Send + Sync + 'static {
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
+pub trait QueueMaintenance: BackendName {
     /// Delayed jobs due strictly before `timestamp_ms` (Node `getDelayedCount(timestamp)`).
-    async fn get_delayed_count_before(&self, timestamp_ms: u64) -> BackendResult<u64>;
+    async fn get_delayed_count_before(&self, timestamp_ms: u64) -> BackendResult<u64> {
+        unsupported(self, Capability::Maintenance)
+    }
 
     /// Deletes the `priority` key BullMQ before 5 kept (Node `removeDeprecatedPriorityKey`);
     /// `true` when it existed.
-    async fn remove_deprecated_priority_key(&self) -> BackendResult<bool>;
+    async fn remove_deprecated_priority_key(&self) -> BackendResult<bool> {
+        unsupported(self, Capability::Maintenance)
+    }
 
     /// Whether `id` is a job scheduler of BullMQ 5.x or later (its hash has an iteration
     /// count, `ic`), as Node's `JobScheduler.isJobScheduler`.
-    async fn is_job_scheduler(&self, id: &str) -> BackendResult<bool>;
+    async fn is_job_scheduler(&self, id: &str) -> BackendResult<bool> {
+        unsupported(self, Capability::Maintenance)
+    }
 
     /// Deletes `de:{dedup_id}` only while job `job_id` owns it (Node
     /// `job.removeDeduplicationKey()`); `true` when it was deleted.
@@ -43,11 +51,15 @@ pub trait QueueMaintenance: Send + Sync + 'static {
         &self,
         dedup_id: &str,
         job_id: &str,
-    ) -> BackendResult<bool>;
+    ) -> BackendResult<bool> {
+        unsupported(self, Capability::Maintenance)
+    }
 
     /// Detaches job `job_id` from its parent while it is a pending child (Node
     /// `job.removeChildDependency()`).
-    async fn remove_child_dependency(&self, job_id: &str) -> BackendResult<ChildDependency>;
+    async fn remove_child_dependency(&self, job_id: &str) -> BackendResult<ChildDependency> {
+        unsupported(self, Capability::Maintenance)
+    }
 
     /// Removes the pending children of `job_id` (its `:dependencies`), recursively, each in its
     /// queue with a `removed` event, skipping locked children and failed ones (Node
@@ -56,12 +68,16 @@ pub trait QueueMaintenance: Send + Sync + 'static {
     /// children) of the jobs removed, each after its own children.
     ///
     /// [`Dependencies`]: crate::Dependencies
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>>;
+    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
+        unsupported(self, Capability::Maintenance)
+    }
 
     /// Deletes job keys that no state of the queue references (Node
     /// `removeOrphanedJobs(count, limit)`), scanning about `count` keys per step and stopping
     /// after the step that reached `limit` (0: no limit); returns how many jobs were removed.
-    async fn remove_orphaned_jobs(&self, count: u32, limit: u64) -> BackendResult<u64>;
+    async fn remove_orphaned_jobs(&self, count: u32, limit: u64) -> BackendResult<u64> {
+        unsupported(self, Capability::Maintenance)
+    }
 }
 
 #[async_trait]

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use bullmq_protocol::state::JobState;
 use bullmq_protocol::JobRecord;
 
+use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 use crate::flows::JobFlows;
 use crate::job_control::JobControl;
@@ -169,8 +170,13 @@ pub trait Producer: Send + Sync + 'static {
 }
 
 /// Inspecting and administering a queue.
+///
+/// Core: everything but `get_job_logs` ([`Capability::Logs`]), `drain`, `clean`,
+/// `obliterate_batch` ([`Capability::Cleanup`]) and `get_metrics` ([`Capability::Metrics`]),
+/// which a backend may decline (their default bodies do).
 #[async_trait]
-pub trait QueueAdmin: Send + Sync + 'static {
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
+pub trait QueueAdmin: BackendName {
     /// Writes the queue's meta as a Node `Queue` does on open (`version`, `opts.maxLenEvents`).
     async fn set_meta(&self, max_len_events: u64) -> BackendResult<()>;
 
@@ -212,7 +218,9 @@ pub trait QueueAdmin: Send + Sync + 'static {
         start: i64,
         end: i64,
         ascending: bool,
-    ) -> BackendResult<(Vec<String>, u64)>;
+    ) -> BackendResult<(Vec<String>, u64)> {
+        unsupported(self, Capability::Logs)
+    }
 
     /// Pauses the queue (emits `paused`).
     async fn pause(&self) -> BackendResult<()>;
@@ -225,7 +233,9 @@ pub trait QueueAdmin: Send + Sync + 'static {
 
     /// Removes every waiting job (and delayed ones when `delayed`), as Node's `drain`;
     /// returns how many were removed.
-    async fn drain(&self, delayed: bool) -> BackendResult<u64>;
+    async fn drain(&self, delayed: bool) -> BackendResult<u64> {
+        unsupported(self, Capability::Cleanup)
+    }
 
     /// Removes up to `limit` jobs (0: no limit) in `state` finished (or created) before
     /// `cutoff_ms`; returns their ids.
@@ -234,21 +244,87 @@ pub trait QueueAdmin: Send + Sync + 'static {
         state: JobState,
         cutoff_ms: u64,
         limit: u64,
-    ) -> BackendResult<Vec<String>>;
+    ) -> BackendResult<Vec<String>> {
+        unsupported(self, Capability::Cleanup)
+    }
 
     /// Deletes up to `batch` jobs of a paused queue, then, once no job is left, the queue.
-    async fn obliterate_batch(&self, batch: u32, force: bool) -> BackendResult<ObliterateStep>;
+    async fn obliterate_batch(&self, batch: u32, force: bool) -> BackendResult<ObliterateStep> {
+        unsupported(self, Capability::Cleanup)
+    }
 
     /// Removes one job (and its children when `children`), unless a worker holds it.
     async fn remove_job(&self, job_id: &str, children: bool) -> BackendResult<RemoveOutcome>;
 
     /// The `kind` metrics: the totals and the per-minute data points `start..=end` (0 = newest
     /// minute, negative from the end, as Node's `getMetrics`).
-    async fn get_metrics(&self, kind: MetricsKind, start: i64, end: i64) -> BackendResult<Metrics>;
+    async fn get_metrics(&self, kind: MetricsKind, start: i64, end: i64) -> BackendResult<Metrics> {
+        unsupported(self, Capability::Metrics)
+    }
+}
+
+/// One worker connected to a queue, as [`QueueStore::list_workers`] lists it (one entry of
+/// Node's `queue.getWorkers()`).
+///
+/// The Redis backend fills it from `CLIENT LIST` (the connections named as Node names a
+/// worker's); another backend from what it knows of its workers' sessions (the memory backend:
+/// the worker stores it has open).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerInfo {
+    /// The raw connection name, `{prefix}:{base64(queue)}[:w:{worker name}]` (Node `rawname`).
+    pub raw_name: String,
+    /// The worker's own name, the part after `:w:` (`None` for a worker without a name).
+    pub worker_name: Option<String>,
+    /// The backend's id of the connection (Redis: the client id, `id`).
+    pub id: String,
+    /// The client's address as the backend reports it (Redis: `addr`).
+    pub addr: String,
+    /// Time since the connection was opened (Redis: `age`, whole seconds).
+    pub age: std::time::Duration,
+    /// Time since the connection's last command (Redis: `idle`, whole seconds).
+    pub idle: std::time::Duration,
+    /// Every field the backend reports, as text (Redis: every field of the `CLIENT LIST` line,
+    /// `name` replaced by the queue's name and the original kept as `rawname`, as Node's
+    /// entry).
+    pub fields: std::collections::BTreeMap<String, String>,
+}
+
+impl WorkerInfo {
+    /// A worker connection named `raw_name` (`worker_name` its own name), with its backend id,
+    /// address, age and idle time, and no other fields.
+    pub fn new(
+        raw_name: impl Into<String>,
+        worker_name: Option<String>,
+        id: impl Into<String>,
+        addr: impl Into<String>,
+        age: std::time::Duration,
+        idle: std::time::Duration,
+    ) -> Self {
+        Self {
+            raw_name: raw_name.into(),
+            worker_name,
+            id: id.into(),
+            addr: addr.into(),
+            age,
+            idle,
+            fields: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// With the backend's fields (see [`WorkerInfo::fields`]).
+    #[must_use]
+    pub fn with_fields(mut self, fields: std::collections::BTreeMap<String, String>) -> Self {
+        self.fields = fields;
+        self
+    }
 }
 
 /// Everything a `Queue` handle needs: [`Producer`], [`QueueAdmin`] and [`JobUpdates`] on one
 /// queue, plus closing.
+///
+/// `list_workers` is optional ([`Capability::WorkerListing`]); the traits it extends say
+/// which of theirs are.
 #[async_trait]
 pub trait QueueStore:
     Producer
@@ -265,4 +341,9 @@ pub trait QueueStore:
 
     /// Releases the connection when this store owns it; idempotent.
     async fn close(&self) -> BackendResult<()>;
+
+    /// The workers connected to this queue, any language (Node's `queue.getWorkers()`).
+    async fn list_workers(&self) -> BackendResult<Vec<WorkerInfo>> {
+        unsupported(self, Capability::WorkerListing)
+    }
 }

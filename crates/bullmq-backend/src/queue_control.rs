@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 
 /// A queue-wide rate limit (Node `setGlobalRateLimit(max, duration)`): at most `max` jobs start
@@ -77,54 +78,83 @@ pub const RATE_LIMIT_SATURATED: u64 = 9_007_199_254_740_991;
 /// `setGlobalRateLimit`, `rateLimit`, `getRateLimitTtl`, `isMaxed`, `trimEvents`,
 /// `getDeduplicationJobId`, `removeDeduplicationKey`, `getCountsPerPriority`).
 #[async_trait]
-pub trait QueueControl: Send + Sync + 'static {
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
+pub trait QueueControl: BackendName {
     /// Sets meta `concurrency`: at most that many jobs of the queue active at once.
-    async fn set_global_concurrency(&self, concurrency: u64) -> BackendResult<()>;
+    async fn set_global_concurrency(&self, concurrency: u64) -> BackendResult<()> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Meta `concurrency`, read by [`concurrency_from_meta`].
-    async fn get_global_concurrency(&self) -> BackendResult<Option<u64>>;
+    async fn get_global_concurrency(&self) -> BackendResult<Option<u64>> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Deletes meta `concurrency`; `true` when it was set.
-    async fn remove_global_concurrency(&self) -> BackendResult<bool>;
+    async fn remove_global_concurrency(&self) -> BackendResult<bool> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Sets meta `max` and `duration` (ms).
-    async fn set_global_rate_limit(&self, limit: GlobalRateLimit) -> BackendResult<()>;
+    async fn set_global_rate_limit(&self, limit: GlobalRateLimit) -> BackendResult<()> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Meta `max` and `duration`, read by [`GlobalRateLimit::from_meta`].
-    async fn get_global_rate_limit(&self) -> BackendResult<Option<GlobalRateLimit>>;
+    async fn get_global_rate_limit(&self) -> BackendResult<Option<GlobalRateLimit>> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Deletes meta `max` and `duration`; returns how many of the two fields existed.
-    async fn remove_global_rate_limit(&self) -> BackendResult<u64>;
+    async fn remove_global_rate_limit(&self) -> BackendResult<u64> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Rate limits the whole queue for `ttl_ms` (> 0): `limiter` set to
     /// [`RATE_LIMIT_SATURATED`] expiring in `ttl_ms`, replacing any current window.
-    async fn set_rate_limit(&self, ttl_ms: u64) -> BackendResult<()>;
+    async fn set_rate_limit(&self, ttl_ms: u64) -> BackendResult<()> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Node's `getRateLimitTtl(maxJobs)`, in ms: with `max_jobs` (or else meta `max`), the
     /// limiter's remaining time when its count reached that many, 0 otherwise; with neither,
     /// the limiter's raw `PTTL` (-2 when it does not exist, -1 when it has no expiry).
-    async fn get_rate_limit_ttl(&self, max_jobs: Option<u64>) -> BackendResult<i64>;
+    async fn get_rate_limit_ttl(&self, max_jobs: Option<u64>) -> BackendResult<i64> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Deletes the `limiter` key; `true` when it existed.
-    async fn remove_rate_limit_key(&self) -> BackendResult<bool>;
+    async fn remove_rate_limit_key(&self) -> BackendResult<bool> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Whether the queue's global concurrency is reached (active jobs ≥ meta `concurrency`);
     /// `false` when none is set (or it is not a number).
-    async fn is_maxed(&self) -> BackendResult<bool>;
+    async fn is_maxed(&self) -> BackendResult<bool> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Trims the events stream to about `max_length` entries (`XTRIM MAXLEN ~`: Redis trims
     /// whole internal nodes only, so it may keep more); returns how many were removed.
-    async fn trim_events(&self, max_length: u64) -> BackendResult<u64>;
+    async fn trim_events(&self, max_length: u64) -> BackendResult<u64> {
+        unsupported(self, Capability::EventTrimming)
+    }
 
     /// The job id holding deduplication id `dedup_id` (`de:{id}`), `None` when none does.
-    async fn get_deduplication_job_id(&self, dedup_id: &str) -> BackendResult<Option<String>>;
+    async fn get_deduplication_job_id(&self, dedup_id: &str) -> BackendResult<Option<String>> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Deletes `de:{dedup_id}`, so the next job with that id is added; `true` when it existed.
-    async fn remove_deduplication_key(&self, dedup_id: &str) -> BackendResult<bool>;
+    async fn remove_deduplication_key(&self, dedup_id: &str) -> BackendResult<bool> {
+        unsupported(self, Capability::QueueControl)
+    }
 
     /// Jobs waiting per priority, in the order given (read in one atomic step): priority 0
     /// counts the `wait` list, any other the `prioritized` jobs of exactly that priority.
-    async fn get_counts_per_priority(&self, priorities: &[u32]) -> BackendResult<Vec<u64>>;
+    async fn get_counts_per_priority(&self, priorities: &[u32]) -> BackendResult<Vec<u64>> {
+        unsupported(self, Capability::QueueControl)
+    }
 }
 
 #[async_trait]

@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 use bullmq_protocol::scheduler::{JobSchedulerRecord, NextIterationPlan, UpsertPlan};
 
+use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 
 /// Outcome of [`JobSchedulers::upsert_job_scheduler`]. Exhaustive: every caller handles each.
@@ -47,19 +48,28 @@ pub enum NextIteration {
 
 /// A queue's job schedulers (Node `upsertJobScheduler` and its getters).
 #[async_trait]
-pub trait JobSchedulers: Send + Sync + 'static {
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
+pub trait JobSchedulers: BackendName {
     /// Stores the scheduler of `plan` and its pending iteration, replacing an existing one of
     /// the same id and its pending iteration if that has not started (Node
     /// `addJobScheduler`).
-    async fn upsert_job_scheduler(&self, plan: &UpsertPlan) -> BackendResult<UpsertOutcome>;
+    async fn upsert_job_scheduler(&self, plan: &UpsertPlan) -> BackendResult<UpsertOutcome> {
+        unsupported(self, Capability::Schedulers)
+    }
 
     /// Creates the iteration after the started job `plan.producer_id`, if that job is the
     /// scheduler's current iteration (Node `updateJobScheduler`).
-    async fn create_next_iteration(&self, plan: &NextIterationPlan)
-        -> BackendResult<NextIteration>;
+    async fn create_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> BackendResult<NextIteration> {
+        unsupported(self, Capability::Schedulers)
+    }
 
     /// The scheduler `id`, `None` when there is none.
-    async fn get_job_scheduler(&self, id: &str) -> BackendResult<Option<JobSchedulerRecord>>;
+    async fn get_job_scheduler(&self, id: &str) -> BackendResult<Option<JobSchedulerRecord>> {
+        unsupported(self, Capability::Schedulers)
+    }
 
     /// Schedulers by next run, ranks `start..=end` (negative from the end), soonest first
     /// when `asc`. A scheduler whose hash is gone is removed and skipped, as Node does.
@@ -68,14 +78,20 @@ pub trait JobSchedulers: Send + Sync + 'static {
         start: i64,
         end: i64,
         asc: bool,
-    ) -> BackendResult<Vec<JobSchedulerRecord>>;
+    ) -> BackendResult<Vec<JobSchedulerRecord>> {
+        unsupported(self, Capability::Schedulers)
+    }
 
     /// Number of schedulers.
-    async fn get_job_schedulers_count(&self) -> BackendResult<u64>;
+    async fn get_job_schedulers_count(&self) -> BackendResult<u64> {
+        unsupported(self, Capability::Schedulers)
+    }
 
     /// Removes the scheduler `id` and its pending iteration if that is delayed; `false` when
     /// there was no such scheduler.
-    async fn remove_job_scheduler(&self, id: &str) -> BackendResult<bool>;
+    async fn remove_job_scheduler(&self, id: &str) -> BackendResult<bool> {
+        unsupported(self, Capability::Schedulers)
+    }
 }
 
 #[async_trait]

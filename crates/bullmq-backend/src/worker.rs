@@ -8,6 +8,7 @@ use bullmq_protocol::scheduler::NextIterationPlan;
 use bullmq_protocol::JobRecord;
 use tokio::sync::broadcast;
 
+use crate::capability::{unsupported, Capability};
 use crate::error::{BackendError, BackendResult};
 use crate::flows::JobFlows;
 use crate::schedulers::NextIteration;
@@ -481,6 +482,7 @@ pub trait JobUpdates: Send + Sync + 'static {
 /// What a Worker needs from the backend holding its queue. One store serves one worker of one
 /// queue; every method is one round trip for the Redis backend.
 #[async_trait]
+#[allow(unused_variables)] // the default bodies decline without reading their arguments
 pub trait WorkerStore: JobUpdates + JobFlows {
     /// The queue's name.
     fn queue_name(&self) -> &str;
@@ -530,7 +532,9 @@ pub trait WorkerStore: JobUpdates + JobFlows {
     async fn schedule_next_iteration(
         &self,
         plan: &NextIterationPlan,
-    ) -> BackendResult<NextIteration>;
+    ) -> BackendResult<NextIteration> {
+        unsupported(self, Capability::Schedulers)
+    }
 
     /// Moves one active job to `delayed` for `delay` without counting an attempt (Node's
     /// `job.moveToDelayed`); a one-item [`WorkerStore::finish_batch`].
@@ -570,11 +574,15 @@ pub trait WorkerStore: JobUpdates + JobFlows {
         job_id: &str,
         token: &str,
         child: Option<&ChildRef>,
-    ) -> BackendResult<WaitingChildrenOutcome>;
+    ) -> BackendResult<WaitingChildrenOutcome> {
+        unsupported(self, Capability::Steps)
+    }
 
     /// Moves one active job back to `wait` (or `prioritized`) without counting an attempt,
     /// releasing its lock (Node's `job.moveToWait(token)`).
-    async fn move_to_wait(&self, job_id: &str, token: &str) -> BackendResult<MoveToWaitOutcome>;
+    async fn move_to_wait(&self, job_id: &str, token: &str) -> BackendResult<MoveToWaitOutcome> {
+        unsupported(self, Capability::Steps)
+    }
 }
 
 /// A shared store is a store: wrappers (such as a tracing one) take an `Arc<dyn WorkerStore>`

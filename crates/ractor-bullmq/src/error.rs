@@ -28,7 +28,7 @@ pub enum QueueError {
     Validation(#[from] ValidationError),
     /// A job option this library does not implement yet; nothing was written.
     #[error("unsupported job option `{option}`: {reason}")]
-    Unsupported {
+    UnsupportedOption {
         /// The option, by its Node name.
         option: &'static str,
         /// Why it is refused.
@@ -116,11 +116,15 @@ pub enum QueueError {
         /// The job's id.
         job_id: String,
     },
-    /// The operation reads Redis itself (`CLIENT LIST`) and the queue is on another backend.
-    #[error("`{operation}` needs the Redis backend")]
-    RedisOnly {
-        /// The operation, by its Rust name.
-        operation: &'static str,
+    /// The queue's backend declines this optional part of the seam (see
+    /// [`Capability`](bullmq_backend::Capability)): `get_workers` on a backend without worker
+    /// listing, job schedulers on one without schedulers, …; nothing was read or written.
+    #[error("the {backend} backend does not support {capability}")]
+    Unsupported {
+        /// What was declined.
+        capability: bullmq_backend::Capability,
+        /// The backend's name (`"redis"`, `"memory"`, …).
+        backend: &'static str,
     },
     /// Obliterate refused: jobs are active and `force` was not set (Node -2).
     #[error("cannot obliterate queue {queue}: it has active jobs (use force)")]
@@ -154,13 +158,21 @@ impl QueueError {
 
 /// A backend error as the queue reports it: the Redis backend's errors stay
 /// [`QueueError::Redis`] (so `is_connect` and matches on [`RedisError`] keep working), a
-/// missing or corrupted job gets its own variant, anything else is [`QueueError::Backend`].
+/// missing or corrupted job and a declined capability get their own variants, anything else is
+/// [`QueueError::Backend`].
 impl From<BackendError> for QueueError {
     fn from(error: BackendError) -> Self {
         match redis_error(error) {
             Ok(redis) => QueueError::Redis(redis),
             Err(BackendError::JobNotFound { job_id }) => QueueError::JobNotFound { job_id },
             Err(BackendError::Decode { job_id, source }) => QueueError::Decode { job_id, source },
+            Err(BackendError::Unsupported {
+                capability,
+                backend,
+            }) => QueueError::Unsupported {
+                capability,
+                backend,
+            },
             Err(other) => QueueError::Backend(other),
         }
     }

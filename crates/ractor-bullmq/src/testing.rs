@@ -270,6 +270,12 @@ fn unsupported(operation: &'static str) -> StoreError {
     StoreError::backend(Unsupported(operation))
 }
 
+impl bullmq_backend::BackendName for RecordingStore {
+    fn backend_name(&self) -> &'static str {
+        "testing"
+    }
+}
+
 #[async_trait]
 impl Store for RecordingStore {
     fn queue_name(&self) -> &str {

@@ -192,3 +192,38 @@ async fn queue_and_queue_events_see_the_worker_finish() {
     events.close().await;
     queue.close().await.unwrap();
 }
+
+/// `Queue::get_workers` goes through the seam: on the memory backend it lists a running
+/// Worker by its name (and its Node-style connection name) until the Worker closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_workers_lists_a_running_worker() {
+    let f = Fixture::new("get-workers").await;
+    let queue = ractor_bullmq::Queue::with_backend(
+        f.keys.name(),
+        &f.backend,
+        ractor_bullmq::QueueOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(queue.get_workers_count().await.unwrap(), 0);
+    let processor = |_job: Job, _ctx: JobContext| async move { Ok::<_, anyhow::Error>(json!(1)) };
+    let actor = f.spawn(processor, options().name("lister")).await;
+    let workers = queue.get_workers().await.unwrap();
+    assert_eq!(workers.len(), 1, "{workers:?}");
+    assert_eq!(workers[0].worker_name.as_deref(), Some("lister"));
+    assert_eq!(
+        workers[0].raw_name,
+        f.keys.worker_client_name(Some("lister"))
+    );
+    assert_eq!(workers[0].fields["name"], "get-workers");
+    close(&actor).await;
+    let deadline = tokio::time::Instant::now() + LONG;
+    while queue.get_workers_count().await.unwrap() != 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the closed worker stays listed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    queue.close().await.unwrap();
+}

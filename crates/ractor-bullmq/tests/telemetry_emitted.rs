@@ -128,6 +128,7 @@ async fn every_queue_store_call(queue: &Queue) {
     let _ = store.remove_child_dependency("1").await;
     let _ = store.remove_unprocessed_children("1").await;
     let _ = store.remove_orphaned_jobs(1_000, 0).await;
+    let _ = store.list_workers().await;
     let _ = store.clean(JobState::Completed, 0, 0).await;
     let _ = store.drain(true).await;
     let _ = store.remove_job("1", false).await;

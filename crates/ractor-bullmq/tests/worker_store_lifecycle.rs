@@ -45,6 +45,12 @@ impl CountingStore {
     }
 }
 
+impl ractor_bullmq::store::BackendName for CountingStore {
+    fn backend_name(&self) -> &'static str {
+        "fake"
+    }
+}
+
 #[async_trait]
 impl ractor_bullmq::store::JobFlows for CountingStore {
     async fn get_dependencies(&self, _id: &str) -> StoreResult<ractor_bullmq::store::Dependencies> {

@@ -25,6 +25,7 @@
 //! ```
 
 mod admin;
+mod capabilities;
 pub mod differential;
 mod events;
 mod flows_add;
@@ -55,6 +56,10 @@ use crate::{
 pub use admin::{
     clean_removes_old_finished_jobs, drain_removes_waiting_jobs, logs_progress_and_data,
     metrics_count_finished_jobs, obliterate_deletes_a_paused_queue, remove_job_by_id,
+};
+pub use capabilities::{
+    declined_capabilities_answer_unsupported, list_queues_finds_a_queue_with_jobs,
+    list_workers_finds_open_worker_stores,
 };
 pub use events::{
     event_log_read_from_a_cursor, event_log_trimmed_to_max_len, publish_custom_event,
@@ -175,7 +180,10 @@ macro_rules! conformance_tests {
             scheduler_iteration_kept_by_drain_and_clean,
             queue_control_limits_gate_fetches,
             queue_control_keys_and_counts,
-            maintenance_children_dedup_and_counts
+            maintenance_children_dedup_and_counts,
+            declined_capabilities_answer_unsupported,
+            list_workers_finds_open_worker_stores,
+            list_queues_finds_a_queue_with_jobs
         );
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {

@@ -33,6 +33,12 @@ impl MemoryFlowStore {
     }
 }
 
+impl crate::capability::BackendName for MemoryFlowStore {
+    fn backend_name(&self) -> &'static str {
+        super::NAME
+    }
+}
+
 #[async_trait]
 impl FlowStore for MemoryFlowStore {
     async fn add_flow(&self, nodes: &[FlowNodeInsert]) -> BackendResult<FlowAdded> {

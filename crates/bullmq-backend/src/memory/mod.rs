@@ -40,7 +40,11 @@
 //! place, as Node's script (which looks for it in that list) does; records cannot be
 //! corrupted through the seam, so the corrupted-record paths (`Fetched::corrupted`,
 //! `FinishCode::Corrupted`) are never taken; there is no
-//! connection to lose (`connection_changes` is `None`, `reconnect` does nothing). Where Redis'
+//! connection to lose (`connection_changes` is `None`, `reconnect` does nothing); there are no
+//! connections to list either, so `list_workers` lists the worker stores the backend has open
+//! (each registered when opened and forgotten when closed or dropped, `addr` `memory`,
+//! `raw_name` the name Node would give that worker's connection) and `list_queues` the queues
+//! any call has touched under the namespace. Where Redis'
 //! order is a hash set's (the children a removal visits, the jobs one stalled check recovers),
 //! this backend takes ids in sorted order.
 //!
@@ -80,6 +84,7 @@ mod steps;
 mod stores;
 #[cfg(test)]
 mod tests;
+mod workers;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -89,6 +94,7 @@ use async_trait::async_trait;
 use bullmq_protocol::keys::QueueKeys;
 
 use crate::backend::{Backend, WorkerStoreOptions};
+use crate::capability::{BackendName, Capabilities};
 use crate::error::BackendResult;
 use crate::events::{EventPublisher, EventStream};
 use crate::flow_store::FlowStore;
@@ -133,12 +139,14 @@ impl MemoryBackend {
         Self {
             world: Arc::new(World {
                 queues: Mutex::new(Queues::default()),
+                workers: Mutex::new(workers::Registry::default()),
                 clock,
             }),
         }
     }
 
-    /// Names (`{prefix}:{queue}`) of the queues this backend holds, sorted.
+    /// Names (`{prefix}:{queue}`) of the queues this backend holds, sorted. A queue exists here
+    /// once any call touched it (as a Redis key springs into being), until it is obliterated.
     pub fn queue_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .world
@@ -151,6 +159,15 @@ impl MemoryBackend {
         names
     }
 }
+
+impl BackendName for MemoryBackend {
+    fn backend_name(&self) -> &'static str {
+        NAME
+    }
+}
+
+/// The memory backend's [`BackendName::backend_name`].
+pub(crate) const NAME: &str = "memory";
 
 #[async_trait]
 impl Backend for MemoryBackend {
@@ -197,11 +214,29 @@ impl Backend for MemoryBackend {
             closed: AtomicBool::new(false),
         }))
     }
+
+    /// The queues this backend holds under `namespace` (see [`MemoryBackend::queue_names`]).
+    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
+        let head = format!("{namespace}:");
+        Ok(self
+            .queue_names()
+            .iter()
+            .filter_map(|name| name.strip_prefix(&head))
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// Everything: the memory backend implements the whole seam (its worker listing lists the
+    /// worker stores it has open).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
 }
 
-/// Every queue of one backend, and its clock.
+/// Every queue of one backend, its open worker stores, and its clock.
 pub(crate) struct World {
     queues: Mutex<Queues>,
+    workers: Mutex<workers::Registry>,
     clock: Clock,
 }
 
@@ -254,6 +289,11 @@ impl World {
         // A panic while the lock was held leaves a queue mid-update; the data is still
         // structurally valid, and tests see the panic itself.
         self.queues.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The registry of open worker stores (a lock of its own, never held with the queues').
+    pub(crate) fn workers(&self) -> MutexGuard<'_, workers::Registry> {
+        self.workers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The current time of this backend's clock.

@@ -15,12 +15,14 @@ use bullmq_protocol::JobRecord;
 use super::queue_state::META_VERSION;
 use super::{add, admin, fetch, finish, flow, job_control, locks, schedulers, steps, World};
 use crate::backend::WorkerStoreOptions;
+use crate::capability::BackendName;
 use crate::error::{BackendError, BackendResult};
 use crate::flows::{Dependencies, DependencyCounts, DependencyKind, DependencyPage, JobFlows};
 use crate::job_control::{ControlOutcome, JobControl, LockOutcome, RetryFrom, RetryReset};
 use crate::metrics::{Metrics, MetricsKind};
 use crate::queue::{
     AddResult, JobEnd, NewJob, ObliterateStep, Producer, QueueAdmin, QueueStore, RemoveOutcome,
+    WorkerInfo,
 };
 use crate::schedulers::{JobSchedulers, NextIteration, UpsertOutcome};
 use crate::worker::{
@@ -108,11 +110,17 @@ impl Handle<'_> {
     }
 }
 
-/// Implements [`JobUpdates`] and [`JobFlows`] for a store with a `handle()`: both stores
+/// Implements [`BackendName`], [`JobUpdates`] and [`JobFlows`] for a store with a `handle()`: both stores
 /// answer them the same way (the job's queue, refused once the store is closed), and the
 /// traits are async, so the impls are written once here rather than twice by hand.
 macro_rules! job_updates_and_flows {
     ($store:ty) => {
+        impl BackendName for $store {
+            fn backend_name(&self) -> &'static str {
+                super::NAME
+            }
+        }
+
         #[async_trait]
         impl JobUpdates for $store {
             async fn update_progress(
@@ -449,6 +457,15 @@ impl QueueStore for MemoryQueueStore {
         self.closed.store(true, Ordering::Release);
         Ok(())
     }
+
+    /// The worker stores of this queue the backend has open (see
+    /// [`WorkerInfo`](crate::WorkerInfo): `addr` is `memory`, `id` the store's registration
+    /// number, `raw_name` the name a Node-compatible connection of that worker would have).
+    async fn list_workers(&self) -> BackendResult<Vec<WorkerInfo>> {
+        self.handle().check()?;
+        let now = self.world.now();
+        Ok(self.world.workers().list(&self.base, &self.name, now))
+    }
 }
 
 /// The store of one worker of one queue.
@@ -461,10 +478,23 @@ pub(crate) struct MemoryWorkerStore {
     closed: AtomicBool,
     /// The sequence number of the next lock token this worker hands out.
     token_seq: AtomicU64,
+    /// Its number in the backend's registry of open worker stores.
+    registration: u64,
+    /// When it was last called (ms), for [`WorkerInfo::idle`].
+    last_call_ms: Arc<AtomicU64>,
 }
 
 impl MemoryWorkerStore {
     pub(crate) fn new(world: Arc<World>, queue: &QueueKeys, options: WorkerStoreOptions) -> Self {
+        let now = world.now();
+        let last_call_ms = Arc::new(AtomicU64::new(now));
+        let registration = world.workers().register(
+            queue.base(),
+            queue.worker_client_name(options.worker_name.as_deref()),
+            options.worker_name.clone(),
+            now,
+            last_call_ms.clone(),
+        );
         Self {
             world,
             base: queue.base().to_owned(),
@@ -472,10 +502,13 @@ impl MemoryWorkerStore {
             options,
             closed: AtomicBool::new(false),
             token_seq: AtomicU64::new(1),
+            registration,
+            last_call_ms,
         }
     }
 
     fn handle(&self) -> Handle<'_> {
+        self.last_call_ms.store(self.world.now(), Ordering::Relaxed);
         Handle {
             world: &self.world,
             base: &self.base,
@@ -489,6 +522,12 @@ impl MemoryWorkerStore {
             request.worker_name.clone_from(&self.options.worker_name);
         }
         request
+    }
+}
+
+impl Drop for MemoryWorkerStore {
+    fn drop(&mut self) {
+        self.world.workers().deregister(self.registration);
     }
 }
 
@@ -594,6 +633,7 @@ impl WorkerStore for MemoryWorkerStore {
 
     async fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.world.workers().deregister(self.registration);
         self.world.signals(&self.base).work.notify_waiters();
     }
 

@@ -67,6 +67,7 @@ pub(crate) enum Access {
 pub(crate) async fn open_queue(ctx: &Context, name: &str, access: Access) -> Result<Queue> {
     let config = connection_config(ctx)?;
     let target = config.target();
+    let backend = bullmq_redis::RedisBackend::new(config.clone());
     let options = QueueOptions::new(config)
         .prefix(ctx.prefix.clone())
         .skip_meta_update(access != Access::Create);
@@ -77,7 +78,7 @@ pub(crate) async fn open_queue(ctx: &Context, name: &str, access: Access) -> Res
         return Ok(queue);
     }
     let checked = match queue.redis_client() {
-        Some(client) => queue_lookup::ensure_exists(client, queue.keys()).await,
+        Some(client) => queue_lookup::ensure_exists(client, &backend, queue.keys()).await,
         None => Ok(()),
     };
     if let Err(error) = checked {
@@ -109,7 +110,8 @@ pub(crate) async fn ensure_queue_exists(ctx: &Context, name: &str) -> Result<()>
         .await
         .with_context(|| format!("cannot connect to Redis at {target}"))?;
     let keys = bullmq_protocol::keys::QueueKeys::new(ctx.prefix.clone(), name);
-    let outcome = queue_lookup::ensure_exists(&client, &keys).await;
+    let backend = bullmq_redis::RedisBackend::new(config);
+    let outcome = queue_lookup::ensure_exists(&client, &backend, &keys).await;
     let _ = client.quit().await;
     outcome
 }

@@ -89,7 +89,8 @@ async fn set_all(ctx: &Context, paused: bool) -> Result<Vec<String>> {
         .await
         .with_context(|| format!("cannot connect to Redis at {target}"))?;
     let outcome = async {
-        let names = bullmq_redis::queue::discover_queues(&client, &ctx.prefix)
+        let backend = bullmq_redis::RedisBackend::new(config.clone());
+        let names = bullmq_backend::Backend::list_queues(&backend, &ctx.prefix)
             .await
             .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
         for (done, name) in names.iter().enumerate() {

@@ -7,6 +7,7 @@
 //! `add`, `scheduler upsert` and an explicit `--create` (pause, resume, limits) make a queue.
 
 use anyhow::{Context as _, Result};
+use bullmq_backend::Backend;
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 use bullmq_redis::fred::prelude::{Client, KeysInterface};
 
@@ -31,19 +32,22 @@ pub(crate) async fn queue_exists(client: &Client, keys: &QueueKeys) -> Result<bo
 }
 
 /// `Ok` when `keys`' queue exists; otherwise the "no queue" error (exit 3), naming the
-/// closest queues found under the prefix.
+/// closest queues `backend` finds under the prefix (its queue discovery).
 ///
 /// # Errors
 ///
 /// The queue does not exist (exit 3), or Redis failed.
-pub(crate) async fn ensure_exists(client: &Client, keys: &QueueKeys) -> Result<()> {
+pub(crate) async fn ensure_exists(
+    client: &Client,
+    backend: &dyn Backend,
+    keys: &QueueKeys,
+) -> Result<()> {
     if queue_exists(client, keys).await? {
         return Ok(());
     }
-    // The suggestions are a courtesy: a failed scan still reports the missing queue.
-    let known = bullmq_redis::queue::discover_queues(client, keys.prefix())
-        .await
-        .unwrap_or_default();
+    // The suggestions are a courtesy: a failed (or declined) discovery still reports the
+    // missing queue.
+    let known = backend.list_queues(keys.prefix()).await.unwrap_or_default();
     Err(Exit::not_found(missing_message(
         keys.name(),
         keys.prefix(),

@@ -2,10 +2,10 @@
 //! state, paused flag and worker count.
 
 use anyhow::{Context as _, Result};
+use bullmq_backend::Backend as _;
 use bullmq_protocol::state::JobState;
 use bullmq_redis::fred::prelude::ClientLike;
 use clap::Args;
-use ractor_bullmq::queue::parse_client_lists;
 use ractor_bullmq::{JobCounts, Queue, QueueOptions};
 use serde_json::{json, Map, Value};
 
@@ -78,26 +78,21 @@ pub(crate) async fn run(ctx: &Context, _args: QueuesArgs) -> Result<()> {
     Ok(())
 }
 
-/// Finds the queues and reads each one's counts and paused flag on the shared `client`; the
-/// workers come from one `CLIENT LIST` for all of them.
+/// Finds the queues (the seam's queue discovery) and reads each one's counts, paused flag and
+/// workers (the seam's worker listing) on the shared `client`.
 async fn summarise(
     ctx: &Context,
     config: &ractor_bullmq::ConnectionConfig,
     client: &bullmq_redis::fred::prelude::Client,
 ) -> Result<Vec<QueueSummary>> {
-    let names = bullmq_redis::queue::discover_queues(client, &ctx.prefix)
+    let backend = bullmq_redis::RedisBackend::new(config.clone());
+    let names = backend
+        .list_queues(&ctx.prefix)
         .await
         .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
-    // Without CLIENT LIST the counts are still worth showing; only the workers are unknown.
-    let client_list: Option<Vec<String>> = match bullmq_redis::cluster::client_lists(client).await {
-        Ok(list) => Some(list),
-        Err(error) => {
-            eprintln!(
-                "warning: CLIENT LIST failed, worker counts unknown (some hosted Redis services disable it): {error}"
-            );
-            None
-        }
-    };
+    // Without worker listing (CLIENT LIST refused) the counts are still worth showing; only
+    // the workers are unknown, and that is said once.
+    let mut list_workers = true;
     let mut summaries = Vec::with_capacity(names.len());
     for name in names {
         // Reading must not create anything, so each queue's `meta` is left alone.
@@ -115,9 +110,20 @@ async fn summarise(
             .is_paused()
             .await
             .with_context(|| format!("reading whether queue {name:?} is paused"))?;
-        let workers = client_list
-            .as_deref()
-            .map(|list| parse_client_lists(list, queue.keys()).len());
+        let workers = if list_workers {
+            match queue.get_workers().await {
+                Ok(workers) => Some(workers.len()),
+                Err(error) => {
+                    eprintln!(
+                        "warning: CLIENT LIST failed, worker counts unknown (some hosted Redis services disable it): {error}"
+                    );
+                    list_workers = false;
+                    None
+                }
+            }
+        } else {
+            None
+        };
         queue.close().await?;
         summaries.push(QueueSummary {
             name,

@@ -47,6 +47,12 @@ impl RedisFlowStore {
     }
 }
 
+impl bullmq_backend::BackendName for RedisFlowStore {
+    fn backend_name(&self) -> &'static str {
+        super::NAME
+    }
+}
+
 #[async_trait]
 impl FlowStore for RedisFlowStore {
     async fn add_flow(&self, nodes: &[FlowNodeInsert]) -> BackendResult<FlowAdded> {

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    Backend, BackendError, BackendResult, EventPublisher, EventStream, FlowStore, QueueStore,
-    WorkerStore, WorkerStoreOptions,
+    Backend, BackendError, BackendName, BackendResult, Capabilities, EventPublisher, EventStream,
+    FlowStore, QueueStore, WorkerStore, WorkerStoreOptions,
 };
 use bullmq_protocol::keys::QueueKeys;
 
@@ -54,6 +54,15 @@ impl RedisBackend {
     /// The connection configuration.
     pub fn config(&self) -> &ConnectionConfig {
         &self.config
+    }
+}
+
+/// The Redis backend's [`BackendName::backend_name`], of every store it opens.
+pub(crate) const NAME: &str = "redis";
+
+impl BackendName for RedisBackend {
+    fn backend_name(&self) -> &'static str {
+        NAME
     }
 }
 
@@ -95,5 +104,20 @@ impl Backend for RedisBackend {
 
     async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>> {
         Ok(Arc::new(RedisFlowStore::connect(&self.config).await?))
+    }
+
+    /// `SCAN` for the queues' marker keys under the prefix `namespace`, on a connection of its
+    /// own closed afterwards ([`crate::queue::discover_queues`]).
+    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
+        use fred::prelude::ClientLike as _;
+        let client = self.config.connect(None).await?;
+        let names = crate::queue::discover_queues(&client, namespace).await;
+        let _ = client.quit().await;
+        Ok(names?)
+    }
+
+    /// Everything: the Redis backend implements the whole seam.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
     }
 }

@@ -4,11 +4,12 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bullmq_backend::queue_control::concurrency_from_meta;
+use bullmq_backend::BackendName;
 use bullmq_backend::{
     AddResult, BackendError, BackendResult, ControlOutcome, Dependencies, DependencyCounts,
     DependencyKind, DependencyPage, JobControl, JobEnd, JobFlows, JobRecord, JobSchedulers,
     JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer,
-    QueueAdmin, QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome,
+    QueueAdmin, QueueStore, RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome, WorkerInfo,
 };
 use bullmq_backend::{GlobalRateLimit, QueueControl};
 use bullmq_protocol::job_record::text_fields;
@@ -426,6 +427,18 @@ impl QueueStore for RedisQueueStore {
             owned.close().await;
         }
         Ok(())
+    }
+
+    /// `CLIENT LIST` on the primary (every primary of a cluster), read as Node's
+    /// `getWorkers()` ([`calls::list_workers`]).
+    async fn list_workers(&self) -> BackendResult<Vec<WorkerInfo>> {
+        Ok(calls::list_workers(&self.client, &self.keys).await?)
+    }
+}
+
+impl BackendName for RedisQueueStore {
+    fn backend_name(&self) -> &'static str {
+        super::NAME
     }
 }
 

@@ -161,6 +161,12 @@ impl RedisWorkerStore {
     }
 }
 
+impl bullmq_backend::BackendName for RedisWorkerStore {
+    fn backend_name(&self) -> &'static str {
+        super::NAME
+    }
+}
+
 #[async_trait]
 impl WorkerStore for RedisWorkerStore {
     fn queue_name(&self) -> &str {

@@ -20,6 +20,7 @@ mod reply;
 pub(crate) mod schedulers;
 mod scripts;
 mod updates;
+mod workers;
 
 pub use add::{add_job, add_jobs_bulk, AddResult, NewJob, ParentLink};
 pub use admin::{
@@ -43,3 +44,7 @@ pub use schedulers::{
     remove_job_scheduler, upsert_job_scheduler,
 };
 pub use updates::{add_log, update_data, update_progress};
+pub use workers::{
+    list_queue_events, list_workers, parse_client_list, parse_client_lists,
+    parse_queue_events_lists,
+};

@@ -25,11 +25,11 @@ mod traced;
 mod traced_queue;
 
 pub use bullmq_backend::{
-    BackendError as StoreError, BackendResult as StoreResult, ChildRef, ConnectionChange,
-    CorruptedJob, Dependencies, DependencyCounts, DependencyKind, DependencyPage, FetchRequest,
-    Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobFlows, JobUpdates,
-    MoveToWaitOutcome, NextIteration, Receipt, Retention, StalledReport, WaitingChildrenOutcome,
-    WorkerStore as Store,
+    BackendError as StoreError, BackendName, BackendResult as StoreResult, Capability, ChildRef,
+    ConnectionChange, CorruptedJob, Dependencies, DependencyCounts, DependencyKind, DependencyPage,
+    FetchRequest, Fetched, FetchedJob, Finish, FinishAction, FinishCode, FinishReply, JobFlows,
+    JobUpdates, MoveToWaitOutcome, NextIteration, Receipt, Retention, StalledReport,
+    WaitingChildrenOutcome, WorkerStore as Store,
 };
 pub use bullmq_protocol::scheduler::NextIterationPlan;
 pub use bullmq_redis::RedisWorkerStore as RedisStore;

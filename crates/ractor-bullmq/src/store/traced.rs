@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bullmq_backend::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore};
+use bullmq_backend::{BackendName, FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore};
 use bullmq_protocol::keys::QueueKeys;
 use tracing::{Instrument, Span};
 
@@ -52,6 +52,12 @@ macro_rules! store_span {
             error = tracing::field::Empty
         )
     };
+}
+
+impl<S: BackendName> BackendName for Traced<S> {
+    fn backend_name(&self) -> &'static str {
+        self.0.backend_name()
+    }
 }
 
 #[async_trait]

@@ -29,11 +29,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    AddResult, ChildDependency, ControlOutcome, Dependencies, DependencyCounts, DependencyKind,
-    DependencyPage, GlobalRateLimit, JobControl, JobEnd, JobFlows, JobRecord, JobSchedulers,
-    JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration, ObliterateStep, Producer,
-    QueueAdmin, QueueControl, QueueMaintenance, QueueStore, RemoveOutcome, RetryFrom, RetryReset,
-    UpsertOutcome,
+    AddResult, BackendName, ChildDependency, ControlOutcome, Dependencies, DependencyCounts,
+    DependencyKind, DependencyPage, GlobalRateLimit, JobControl, JobEnd, JobFlows, JobRecord,
+    JobSchedulers, JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration,
+    ObliterateStep, Producer, QueueAdmin, QueueControl, QueueMaintenance, QueueStore,
+    RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome, WorkerInfo,
 };
 use bullmq_protocol::scheduler::{JobSchedulerRecord, NextIterationPlan, UpsertPlan};
 use bullmq_protocol::state::JobState;
@@ -197,6 +197,12 @@ traced_impl!(QueueMaintenance {
     fn remove_orphaned_jobs(count: u32, limit: u64) -> u64 [count, limit] => removed;
 });
 
+impl BackendName for TracedQueueStore {
+    fn backend_name(&self) -> &'static str {
+        self.inner.backend_name()
+    }
+}
+
 #[async_trait]
 impl QueueStore for TracedQueueStore {
     fn queue_name(&self) -> &str {
@@ -205,5 +211,19 @@ impl QueueStore for TracedQueueStore {
 
     async fn close(&self) -> StoreResult<()> {
         self.inner.close().await
+    }
+
+    // Written out (not `traced_impl!`): this trait also has the synchronous `queue_name`.
+    async fn list_workers(&self) -> StoreResult<Vec<WorkerInfo>> {
+        let span = tracing::debug_span!(
+            "bullmq.store.list_workers",
+            queue = self.inner.queue_name(),
+            workers = tracing::field::Empty,
+            error = tracing::field::Empty
+        );
+        in_span(span, self.inner.list_workers(), |span, workers| {
+            span.record("workers", workers.len());
+        })
+        .await
     }
 }
