@@ -29,6 +29,7 @@
 //   getDelayedCount           {timestamp?}        queue.getDelayedCount(timestamp)
 //   getVersion                                    queue.getVersion()
 //   setGlobalConcurrency      {concurrency}       queue.setGlobalConcurrency(concurrency)
+//   getWorkers                                    queue.getWorkers(): the sorted raw names
 //   setGlobalRateLimit        {max, duration}     queue.setGlobalRateLimit(max, duration)
 //   removeDeprecatedPriorityKey                   queue.removeDeprecatedPriorityKey()
 //   recordJobCountsMetric     {types?}            queue.recordJobCountsMetric(...types)
@@ -83,6 +84,7 @@ const OPS = {
   getDelayedCount: (queue, a) => queue.getDelayedCount(a.timestamp === undefined ? undefined : a.timestamp),
   getVersion: queue => queue.getVersion(),
   setGlobalConcurrency: (queue, a) => queue.setGlobalConcurrency(a.concurrency),
+  getWorkers: async queue => (await queue.getWorkers()).map(w => w.rawname || w.name).sort(),
   setGlobalRateLimit: (queue, a) => queue.setGlobalRateLimit(a.max, a.duration),
   removeDeprecatedPriorityKey: queue => queue.removeDeprecatedPriorityKey(),
   recordJobCountsMetric: (queue, a) => queue.recordJobCountsMetric(...(a.types || [])),

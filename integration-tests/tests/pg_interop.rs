@@ -389,3 +389,65 @@ async fn a_mixed_fleet_under_nodes_global_concurrency_completes_each_job_once() 
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_workers_on_either_side_lists_both_fleets() -> Result<()> {
+    if !pg_and_node_available() {
+        return Ok(());
+    }
+    let schema = FreshSchema::migrated_by_node().await?;
+    let queue = common::unique_queue("pg-workers");
+    let backend = backend(&schema.name).await?;
+    // Node's Worker idles (nothing to do) for a while; ours joins it.
+    let node = {
+        let (schema, queue) = (schema.name.clone(), queue.clone());
+        tokio::spawn(async move {
+            run_node_pg(
+                "run_worker.js",
+                &schema,
+                &json!({"queue": queue, "idleMs": 8000, "timeoutMs": 30_000, "name": "node"}),
+            )
+            .await
+        })
+    };
+    until_count(
+        &format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{queue}:w:node'"),
+        1,
+        Duration::from_secs(30),
+    )
+    .await?;
+    let args = WorkerArgs::open(
+        backend.as_ref(),
+        &queue,
+        worker_common::scripted,
+        WorkerOptions::new().name("rust"),
+    )
+    .await?;
+    let ours = Worker::spawn(args).await?;
+    let expected = vec![format!("{queue}:w:node"), format!("{queue}:w:rust")];
+    let theirs = run_node_pg(
+        "admin.js",
+        &schema.name,
+        &json!({"queue": queue, "op": "getWorkers"}),
+    )
+    .await?;
+    assert_eq!(
+        theirs["result"],
+        json!(expected),
+        "Node's getWorkers: {theirs}"
+    );
+    let queue_handle =
+        Queue::with_backend(&queue, backend.as_ref(), QueueOptions::default()).await?;
+    let mut listed: Vec<String> = queue_handle
+        .get_workers()
+        .await?
+        .into_iter()
+        .map(|w| w.raw_name)
+        .collect();
+    listed.sort();
+    assert_eq!(listed, expected, "our get_workers");
+    ours.close().await?;
+    node.await??;
+    queue_handle.close().await?;
+    Ok(())
+}

@@ -27,6 +27,7 @@ mod config;
 mod control;
 mod db;
 mod declined;
+mod discovery;
 mod error;
 mod events;
 mod ledger;
@@ -42,8 +43,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    Backend, BackendError, BackendResult, EventPublisher, EventStream, FlowStore, QueueStore,
-    WorkerStore, WorkerStoreOptions,
+    Backend, BackendError, BackendName, BackendResult, Capabilities, Capability, EventPublisher,
+    EventStream, QueueStore, WorkerStore, WorkerStoreOptions,
 };
 use bullmq_protocol::keys::QueueKeys;
 
@@ -168,7 +169,33 @@ impl Backend for PostgresBackend {
         )))
     }
 
-    async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>> {
-        Err(declined::unsupported("flows (FlowProducer)"))
+    /// The queues with jobs or meta in this schema (the namespace must be the default prefix
+    /// or the schema's name).
+    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
+        if self.queue_of(&QueueKeys::new(namespace, "_")).is_err() {
+            // No queue lives under another prefix here.
+            return Ok(Vec::new());
+        }
+        let client = self.db.client("listing queues").await?;
+        let rows = client
+            .query(
+                "SELECT queue FROM job UNION SELECT queue FROM meta ORDER BY 1",
+                &[],
+            )
+            .await
+            .map_err(PgError::sql("listing queues"))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        // Flows: a parent's children are read here; adding flows is not built yet (the
+        // backend's flow_store declines).
+        Capabilities::all().without(Capability::Schedulers)
+    }
+}
+
+impl BackendName for PostgresBackend {
+    fn backend_name(&self) -> &'static str {
+        discovery::BACKEND_NAME
     }
 }

@@ -756,15 +756,3 @@ impl JobFlows for PgQueueStore {
         Ok(bullmq_backend::flows::page_of(all, cursor, count))
     }
 }
-
-#[async_trait]
-impl bullmq_backend::QueueStore for PgQueueStore {
-    fn queue_name(&self) -> &str {
-        &self.queue
-    }
-
-    async fn close(&self) -> BackendResult<()> {
-        // The pool belongs to the backend, shared by every store it opened.
-        Ok(())
-    }
-}

@@ -11,14 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bullmq_backend::NextIteration;
 use bullmq_backend::{
     now_ms, BackendError, BackendResult, ChildRef, ConnectionChange, Dependencies,
     DependencyCounts, DependencyKind, DependencyPage, FetchRequest, Fetched, FetchedJob, Finish,
     FinishAction, FinishCode, FinishReply, JobFlows, JobUpdates, MoveToWaitOutcome, Retention,
     StalledReport, WaitingChildrenOutcome, WorkerStore,
 };
-use bullmq_protocol::scheduler::NextIterationPlan;
 use deadpool_postgres::ClientWrapper;
 use futures::future::join_all;
 use serde_json::Value;
@@ -726,16 +724,6 @@ impl WorkerStore for PgWorkerStore {
         self.listener.close().await;
     }
 
-    async fn schedule_next_iteration(
-        &self,
-        _plan: &NextIterationPlan,
-    ) -> BackendResult<NextIteration> {
-        Err(BackendError::backend(PgError::Reply {
-            operation: "scheduling the next iteration",
-            detail: "job schedulers are not available on PostgreSQL in this release".into(),
-        }))
-    }
-
     async fn move_to_waiting_children(
         &self,
         job_id: &str,
@@ -822,6 +810,12 @@ async fn to_wait(
         _ => None,
     };
     Ok((refused, left.max(0)))
+}
+
+impl bullmq_backend::BackendName for PgWorkerStore {
+    fn backend_name(&self) -> &'static str {
+        crate::discovery::BACKEND_NAME
+    }
 }
 
 #[async_trait]

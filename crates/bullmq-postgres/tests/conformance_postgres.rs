@@ -55,4 +55,7 @@ bullmq_backend::conformance_tests!(@cases postgres(), profile = bullmq_backend::
     metrics_count_finished_jobs,
     queue_control_limits_gate_fetches,
     queue_control_keys_and_counts,
+    declined_capabilities_answer_unsupported,
+    list_workers_finds_open_worker_stores,
+    list_queues_finds_a_queue_with_jobs,
 );

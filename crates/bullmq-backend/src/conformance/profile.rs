@@ -59,6 +59,9 @@ pub struct Profile {
     pub change_delay_emits_delayed: bool,
     /// `clean` emits `cleaned` also when it removed nothing (count `0`).
     pub cleaned_event_when_nothing: bool,
+    /// Worker connections are named `{prefix}:{base64(queue)}:w:{name}` (Node's Redis
+    /// `CLIENT SETNAME`); on PostgreSQL the session's `application_name` is `{queue}:w:{name}`.
+    pub redis_connection_names: bool,
 }
 
 impl Profile {
@@ -80,6 +83,7 @@ impl Profile {
         retries_exhausted_only_when_exhausted: true,
         change_delay_emits_delayed: true,
         cleaned_event_when_nothing: true,
+        redis_connection_names: true,
     };
 
     /// Node BullMQ 6.7.0 on PostgreSQL (its schema, ledger version 11).
@@ -100,6 +104,7 @@ impl Profile {
         retries_exhausted_only_when_exhausted: false,
         change_delay_emits_delayed: false,
         cleaned_event_when_nothing: false,
+        redis_connection_names: false,
     };
 
     /// The code a former holder gets for a job that already left `active`.
