@@ -59,3 +59,23 @@ bullmq_backend::conformance_tests!(@cases postgres(), profile = bullmq_backend::
     list_workers_finds_open_worker_stores,
     list_queues_finds_a_queue_with_jobs,
 );
+
+/// The memory backend (Node's Redis behaviour) and PostgreSQL agree step by step over
+/// pseudo-random operations, leaving out those the profile says differ by design.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_backend_and_postgres_agree_where_the_protocols_do() {
+    let reference: Arc<dyn Backend> = Arc::new(bullmq_backend::memory::MemoryBackend::new());
+    let candidate = postgres().await;
+    let queue = bullmq_backend::conformance::unique_queue_name("differential");
+    bullmq_backend::conformance::with_profile(
+        bullmq_backend::conformance::Profile::NODE_POSTGRES,
+        bullmq_backend::conformance::differential::backends_agree(
+            reference,
+            candidate,
+            &queue,
+            1..=8,
+            120,
+        ),
+    )
+    .await;
+}

@@ -59,6 +59,16 @@ pub struct Profile {
     pub change_delay_emits_delayed: bool,
     /// `clean` emits `cleaned` also when it removed nothing (count `0`).
     pub cleaned_event_when_nothing: bool,
+    /// `active` is listed in the order jobs were taken (Redis' active list); on PostgreSQL in
+    /// queue order (the `seq` a job got when it last entered the queue), as Node's `getActive`
+    /// lists it there.
+    pub active_listed_by_activation: bool,
+    /// Due delayed jobs join `wait` in the order they fall due (Redis); on PostgreSQL each
+    /// keeps the place it got when added.
+    pub delayed_promoted_in_due_order: bool,
+    /// `drained` is emitted only when no job waits (Redis); Node's PostgreSQL finish also
+    /// emits it when the queue is paused with jobs waiting.
+    pub drained_only_when_wait_is_empty: bool,
     /// Worker connections are named `{prefix}:{base64(queue)}:w:{name}` (Node's Redis
     /// `CLIENT SETNAME`); on PostgreSQL the session's `application_name` is `{queue}:w:{name}`.
     pub redis_connection_names: bool,
@@ -84,6 +94,9 @@ impl Profile {
         change_delay_emits_delayed: true,
         cleaned_event_when_nothing: true,
         redis_connection_names: true,
+        delayed_promoted_in_due_order: true,
+        drained_only_when_wait_is_empty: true,
+        active_listed_by_activation: true,
     };
 
     /// Node BullMQ 6.7.0 on PostgreSQL (its schema, ledger version 11).
@@ -105,6 +118,9 @@ impl Profile {
         change_delay_emits_delayed: false,
         cleaned_event_when_nothing: false,
         redis_connection_names: false,
+        delayed_promoted_in_due_order: false,
+        drained_only_when_wait_is_empty: false,
+        active_listed_by_activation: false,
     };
 
     /// The code a former holder gets for a job that already left `active`.
