@@ -29,6 +29,8 @@ mod db;
 mod declined;
 mod error;
 mod events;
+mod flows;
+mod keys;
 mod ledger;
 mod listener;
 mod opts;
@@ -50,6 +52,7 @@ use bullmq_protocol::keys::QueueKeys;
 pub use config::{PgConfig, PgConfigError, SslMode, DEFAULT_SCHEMA};
 pub use error::{PgError, PgResult};
 pub use events::{PgEventPublisher, PgEventStream};
+pub use flows::PgFlowStore;
 pub use ledger::{LedgerState, CLIENT_MAJOR, MINIMUM_SERVER, TESTED_VERSIONS};
 pub use queue_store::PgQueueStore;
 pub use worker_store::PgWorkerStore;
@@ -108,27 +111,24 @@ impl PostgresBackend {
     /// The queue a seam call names. The protocol has no key prefix (the schema is the
     /// namespace), so a prefix is accepted only when it is Node's default or the schema.
     fn queue_of(&self, keys: &QueueKeys) -> BackendResult<String> {
-        let prefix = keys.prefix();
-        if prefix != "bull" && prefix != self.db.schema() {
-            return Err(BackendError::backend(PgError::Reply {
-                operation: "opening a queue",
-                detail: format!(
-                    "the key prefix `{prefix}` has no meaning on PostgreSQL (the schema `{}` is the namespace); use the default prefix",
-                    self.db.schema()
-                ),
-            }));
-        }
+        keys::check_prefix(keys.prefix(), self.db.schema()).map_err(BackendError::backend)?;
         Ok(keys.name().to_string())
+    }
+
+    /// The producer/admin store of `keys`' queue, answering job keys with its prefix.
+    fn store_of(&self, keys: &QueueKeys) -> BackendResult<PgQueueStore> {
+        Ok(PgQueueStore::new(
+            self.db.clone(),
+            self.queue_of(keys)?,
+            keys.prefix(),
+        ))
     }
 }
 
 #[async_trait]
 impl Backend for PostgresBackend {
     async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>> {
-        Ok(Arc::new(PgQueueStore::new(
-            self.db.clone(),
-            self.queue_of(queue)?,
-        )))
+        Ok(Arc::new(self.store_of(queue)?))
     }
 
     async fn worker_store(
@@ -136,7 +136,8 @@ impl Backend for PostgresBackend {
         queue: &QueueKeys,
         options: &WorkerStoreOptions,
     ) -> BackendResult<Arc<dyn WorkerStore>> {
-        let name = self.queue_of(queue)?;
+        let store = self.store_of(queue)?;
+        let name = store.queue.clone();
         // Node's Worker names its LISTEN session `<queue>` or `<queue>:w:<name>`.
         let session = match &options.worker_name {
             Some(worker) => format!("{name}:w:{worker}"),
@@ -144,7 +145,7 @@ impl Backend for PostgresBackend {
         };
         let listener = Listener::start(self.db.clone(), name.clone(), session).await?;
         Ok(worker_store::shared(PgWorkerStore::new(
-            PgQueueStore::new(self.db.clone(), name),
+            store,
             listener,
             options.worker_name.clone(),
             options.metrics_max_points,
@@ -169,6 +170,6 @@ impl Backend for PostgresBackend {
     }
 
     async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>> {
-        Err(declined::unsupported("flows (FlowProducer)"))
+        Ok(Arc::new(PgFlowStore::new(self.db.clone())))
     }
 }

@@ -266,10 +266,10 @@ impl PgWorkerStore {
         Ok(())
     }
 
-    fn to_fetched(claimed: Vec<(String, Row)>) -> Vec<FetchedJob> {
+    fn to_fetched(&self, claimed: Vec<(String, Row)>) -> Vec<FetchedJob> {
         claimed
             .into_iter()
-            .map(|(token, r)| match row::decode(&r) {
+            .map(|(token, r)| match self.queue.record_of(&r) {
                 Ok(record) => FetchedJob::new(token, record),
                 Err(e) => FetchedJob::unreadable(row::id(&r), token, e.to_string()),
             })
@@ -556,7 +556,7 @@ impl WorkerStore for PgWorkerStore {
         let client = self.client("claiming jobs").await?;
         let claimed = self.claim(&client, request, request.count).await?;
         let short = claimed.len() < request.count as usize;
-        let mut fetched = Fetched::with_jobs(Self::to_fetched(claimed));
+        let mut fetched = Fetched::with_jobs(self.to_fetched(claimed));
         if short {
             self.signal(&client, request, &mut fetched).await?;
         }
@@ -635,7 +635,7 @@ impl WorkerStore for PgWorkerStore {
                 self.gated.store(fetched.gated, Ordering::Release);
             }
         }
-        fetched.jobs = Self::to_fetched(claimed);
+        fetched.jobs = self.to_fetched(claimed);
         Ok(FinishReply::new(codes, fetched))
     }
 

@@ -1,5 +1,6 @@
 //! The backend conformance suite on PostgreSQL, on a schema Node BullMQ 6.7.0's migrator made
-//! (see `common`): the cases whose semantics the protocol shares with Redis.
+//! (see `common`): every case of the suite, each asserting Node's behaviour on PostgreSQL
+//! where the profile says it differs from Redis.
 
 mod common;
 
@@ -55,4 +56,14 @@ bullmq_backend::conformance_tests!(@cases postgres(), profile = bullmq_backend::
     metrics_count_finished_jobs,
     queue_control_limits_gate_fetches,
     queue_control_keys_and_counts,
+    flow_children_block_parent_completion,
+    flow_failed_child_refuses_parent_completion,
+    flow_add_places_parents_and_children,
+    flow_add_attaches_existing_children,
+    flow_add_refusals_write_nothing,
+    flow_read_node_lists_children,
+    flow_remove_with_or_without_children,
+    step_job_waits_for_its_children,
+    step_job_with_a_failed_child_cannot_wait,
+    maintenance_children_dedup_and_counts,
 );

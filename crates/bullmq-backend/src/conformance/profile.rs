@@ -59,6 +59,13 @@ pub struct Profile {
     pub change_delay_emits_delayed: bool,
     /// `clean` emits `cleaned` also when it removed nothing (count `0`).
     pub cleaned_event_when_nothing: bool,
+    /// A job refused because its parent is missing takes no number from the queue's id
+    /// counter (Redis checks the parent first); otherwise it does (Node's PostgreSQL function
+    /// takes the id before it checks the parent, and a sequence is not rolled back).
+    pub missing_parent_takes_no_number: bool,
+    /// A job moving itself to `waiting-children` emits `waiting-children` (Node's Redis
+    /// script); Node's PostgreSQL function emits nothing.
+    pub waiting_children_step_emits_event: bool,
 }
 
 impl Profile {
@@ -80,6 +87,8 @@ impl Profile {
         retries_exhausted_only_when_exhausted: true,
         change_delay_emits_delayed: true,
         cleaned_event_when_nothing: true,
+        missing_parent_takes_no_number: true,
+        waiting_children_step_emits_event: true,
     };
 
     /// Node BullMQ 6.7.0 on PostgreSQL (its schema, ledger version 11).
@@ -100,6 +109,8 @@ impl Profile {
         retries_exhausted_only_when_exhausted: false,
         change_delay_emits_delayed: false,
         cleaned_event_when_nothing: false,
+        missing_parent_takes_no_number: false,
+        waiting_children_step_emits_event: false,
     };
 
     /// The code a former holder gets for a job that already left `active`.
