@@ -26,7 +26,6 @@
 mod config;
 mod control;
 mod db;
-mod declined;
 mod error;
 mod events;
 mod flows;
@@ -37,6 +36,7 @@ mod opts;
 mod queue_store;
 mod range;
 mod row;
+mod schedulers;
 mod tls;
 mod worker_store;
 

@@ -60,6 +60,14 @@ pub(crate) fn long_keys(mut short: Map<String, Value>) -> Map<String, Value> {
     long
 }
 
+/// The long form of an options JSON object (see [`long_keys`]); `{}` when it is not one.
+pub(crate) fn long_keys_of(opts_json: &str) -> Map<String, Value> {
+    match serde_json::from_str::<Value>(opts_json) {
+        Ok(Value::Object(map)) => long_keys(map),
+        _ => Map::new(),
+    }
+}
+
 fn with_attempts(mut long: Map<String, Value>) -> Map<String, Value> {
     long.entry("attempts").or_insert(Value::from(0));
     long
@@ -104,7 +112,12 @@ mod tests {
     }
 
     #[test]
-    fn children_name_the_plain_parent_queue() {
+    fn templates_keep_their_keys_and_children_name_the_plain_parent_queue() {
+        assert_eq!(long_keys_of("{}"), Map::new());
+        assert_eq!(
+            Value::Object(long_keys_of(r#"{"kl":5,"repeat":{"every":1000}}"#)),
+            serde_json::json!({"keepLogs": 5, "repeat": {"every": 1000}})
+        );
         let mut child = long_form(r#"{"parent":{"id":"p","queue":"bull:flows"}}"#);
         set_plain_parent(&mut child, "flows");
         assert_eq!(
