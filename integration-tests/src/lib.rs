@@ -13,6 +13,11 @@
 #[doc = include_str!("../../docs/guides/schedulers.md")]
 pub struct SchedulersGuide;
 
+/// `docs/guides/postgres.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/postgres.md")]
+pub struct PostgresGuide;
+
 /// `docs/guides/workers.md`.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/guides/workers.md")]

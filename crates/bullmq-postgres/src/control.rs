@@ -470,7 +470,7 @@ impl QueueMaintenance for PgQueueStore {
                 )
                 .await?;
             if gone[0].get::<_, bool>(0) {
-                removed.push(key);
+                removed.push(self.seam_key(&key));
             }
         }
         Ok(removed)

@@ -108,6 +108,16 @@ pub enum PgError {
         /// Why.
         reason: String,
     },
+    /// A job with this id already exists as the child of another parent that still exists
+    /// (BullMQ's -7): it cannot be added under a new parent.
+    #[error("job {job_key} already belongs to parent {existing_parent_key}; its parent cannot be replaced")]
+    ParentCannotBeReplaced {
+        /// The existing job's key (`{prefix}:{queue}:{id}`).
+        job_key: String,
+        /// The parent it already has (`{prefix}:{queue}:{id}`; empty when it could not be
+        /// read back).
+        existing_parent_key: String,
+    },
     /// A reply had a shape the protocol does not give.
     #[error("{operation}: unexpected reply: {detail}")]
     Reply {

@@ -4,14 +4,14 @@
 //! Event ids come from a sequence when a row is inserted, but the row becomes visible when its
 //! transaction commits, so ids do not become visible in order. A reader that only asks for
 //! "ids above the last one seen" (Node 6.7's QueueEvents) skips an event whose transaction
-//! commits after a higher id was read. This reader uses a *snapshot fence* instead: rows are
-//! read together with the reading statement's snapshot; if no writing transaction was in
-//! progress, every id up to the highest one read is final. Otherwise it waits until every
-//! transaction in progress then has ended (the next snapshot's `xmin` has passed that one's
-//! `xmax`) and reads that id range again, now complete: any lower id was taken before the
-//! first read, so by a transaction that was in progress then. Events come out exactly once, in
-//! id order. Read-only transactions have no xid and never hold the fence back; a long writing
-//! transaction delays delivery until it ends.
+//! commits after a higher id was read. This reader uses a *lock fence* instead: after reading
+//! rows up to id `H`, it looks at which transactions hold a write lock on the `event` table
+//! (every transaction that took an event id holds one, from before it took the id until it
+//! ends), waits until each of them has ended, and reads `..=H` again, now complete: a lower id
+//! was taken before `H` was, so by one of those transactions or by one already finished.
+//! Events come out exactly once, in id order. With no other writer the first read is final;
+//! a long writing transaction delays delivery until it ends. (A fence on snapshot xids is not
+//! enough: a transaction takes its event id a moment before it is given an xid.)
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -60,13 +60,6 @@ impl std::fmt::Debug for PgEventStream {
     }
 }
 
-/// One read: the statement's snapshot bounds and the rows.
-struct Read {
-    writers_in_progress: bool,
-    fence: i64,
-    rows: Vec<EventEntry>,
-}
-
 impl PgEventStream {
     pub(crate) fn new(db: Db, queue: String, listener: Listener) -> Self {
         Self {
@@ -77,18 +70,19 @@ impl PgEventStream {
         }
     }
 
-    async fn read_once(&self, after: i64, upto: Option<i64>, count: i64) -> BackendResult<Read> {
+    async fn read_once(
+        &self,
+        after: i64,
+        upto: Option<i64>,
+        count: i64,
+    ) -> BackendResult<Vec<EventEntry>> {
         let operation = "reading events";
         let client = self.db.client(operation).await?;
         let statement = client
             .prepare_cached(
-                "WITH s AS (SELECT pg_current_snapshot() AS snap) \
-                 SELECT pg_snapshot_xmin(s.snap)::text::int8, pg_snapshot_xmax(s.snap)::text::int8, \
-                        e.id, e.event, e.data::text \
-                   FROM s LEFT JOIN LATERAL ( \
-                        SELECT id, event, data FROM event \
-                         WHERE queue = $1 AND id > $2 AND ($3::int8 IS NULL OR id <= $3::int8) \
-                         ORDER BY id LIMIT $4) e ON true",
+                "SELECT id, event, data::text FROM event \
+                  WHERE queue = $1 AND id > $2 AND ($3::int8 IS NULL OR id <= $3::int8) \
+                  ORDER BY id LIMIT $4",
             )
             .await
             .map_err(PgError::sql(operation))?;
@@ -96,39 +90,42 @@ impl PgEventStream {
             .query(&statement, &[&self.queue, &after, &upto, &count])
             .await
             .map_err(PgError::sql(operation))?;
-        let (xmin, xmax): (i64, i64) = rows.first().map_or((0, 0), |r| (r.get(0), r.get(1)));
-        let entries = rows
+        Ok(rows
             .iter()
-            .filter_map(|r| {
-                let id: Option<i64> = r.get(2);
-                let name: String = r.get::<_, Option<String>>(3)?;
-                let data: Option<String> = r.get(4);
-                id.map(|id| entry(id, name, data.as_deref()))
-            })
-            .collect();
-        Ok(Read {
-            writers_in_progress: xmin != xmax,
-            fence: xmax,
-            rows: entries,
-        })
+            .map(|r| entry(r.get(0), r.get(1), r.get::<_, Option<String>>(2).as_deref()))
+            .collect())
     }
 
-    /// Waits until every transaction in progress at a snapshot whose `xmax` was `fence` has
-    /// ended; `false` when that took longer than [`FENCE_MAX`].
-    async fn pass_fence(&self, fence: i64) -> BackendResult<bool> {
-        let started = Instant::now();
+    /// Waits until every transaction that holds a write lock on `event` now has ended;
+    /// `false` when that took longer than [`FENCE_MAX`].
+    async fn pass_fence(&self) -> BackendResult<bool> {
         let operation = "waiting for event writers to commit";
         let client = self.db.client(operation).await?;
+        // Relation locks only (a transaction's lock on the table, fast-path ones included);
+        // readers' AccessShareLock does not write.
+        let holders = "SELECT virtualtransaction FROM pg_locks \
+                        WHERE locktype = 'relation' AND relation = 'event'::regclass \
+                          AND mode <> 'AccessShareLock' AND pid <> pg_backend_pid()";
+        let writers: Vec<String> = client
+            .query(holders, &[])
+            .await
+            .map_err(PgError::sql(operation))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if writers.is_empty() {
+            return Ok(true);
+        }
+        let started = Instant::now();
+        let still =
+            format!("SELECT count(*) FROM ({holders}) h WHERE virtualtransaction = ANY($1)");
         loop {
-            let passed: bool = client
-                .query_one(
-                    "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::int8 >= $1",
-                    &[&fence],
-                )
+            let left: i64 = client
+                .query_one(&still, &[&writers])
                 .await
                 .map_err(PgError::sql(operation))?
                 .get(0);
-            if passed {
+            if left == 0 {
                 return Ok(true);
             }
             if started.elapsed() > FENCE_MAX {
@@ -141,18 +138,13 @@ impl PgEventStream {
     /// The final entries after `after`, up to `count` (empty when none are final yet).
     async fn read_final(&self, after: i64, count: i64) -> BackendResult<Vec<EventEntry>> {
         let first = self.read_once(after, None, count).await?;
-        if !first.writers_in_progress || first.rows.is_empty() {
-            return Ok(first.rows);
-        }
-        let highest = first
-            .rows
-            .last()
-            .and_then(|e| e.id.parse::<i64>().ok())
-            .unwrap_or(after);
-        if !self.pass_fence(first.fence).await? {
+        let Some(highest) = first.last().and_then(|e| e.id.parse::<i64>().ok()) else {
+            return Ok(first);
+        };
+        if !self.pass_fence().await? {
             return Ok(Vec::new());
         }
-        Ok(self.read_once(after, Some(highest), count).await?.rows)
+        self.read_once(after, Some(highest), count).await
     }
 }
 

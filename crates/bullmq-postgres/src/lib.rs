@@ -26,16 +26,18 @@
 mod config;
 mod control;
 mod db;
-mod declined;
 mod discovery;
 mod error;
 mod events;
+mod flows;
+mod keys;
 mod ledger;
 mod listener;
 mod opts;
 mod queue_store;
 mod range;
 mod row;
+mod schedulers;
 mod tls;
 mod worker_store;
 
@@ -43,14 +45,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bullmq_backend::{
-    Backend, BackendError, BackendName, BackendResult, Capabilities, Capability, EventPublisher,
-    EventStream, QueueStore, WorkerStore, WorkerStoreOptions,
+    Backend, BackendError, BackendName, BackendResult, Capabilities, EventPublisher, EventStream,
+    FlowStore, QueueStore, WorkerStore, WorkerStoreOptions,
 };
 use bullmq_protocol::keys::QueueKeys;
 
 pub use config::{PgConfig, PgConfigError, SslMode, DEFAULT_SCHEMA};
 pub use error::{PgError, PgResult};
 pub use events::{PgEventPublisher, PgEventStream};
+pub use flows::PgFlowStore;
 pub use ledger::{LedgerState, CLIENT_MAJOR, MINIMUM_SERVER, TESTED_VERSIONS};
 pub use queue_store::PgQueueStore;
 pub use worker_store::PgWorkerStore;
@@ -109,27 +112,24 @@ impl PostgresBackend {
     /// The queue a seam call names. The protocol has no key prefix (the schema is the
     /// namespace), so a prefix is accepted only when it is Node's default or the schema.
     fn queue_of(&self, keys: &QueueKeys) -> BackendResult<String> {
-        let prefix = keys.prefix();
-        if prefix != "bull" && prefix != self.db.schema() {
-            return Err(BackendError::backend(PgError::Reply {
-                operation: "opening a queue",
-                detail: format!(
-                    "the key prefix `{prefix}` has no meaning on PostgreSQL (the schema `{}` is the namespace); use the default prefix",
-                    self.db.schema()
-                ),
-            }));
-        }
+        keys::check_prefix(keys.prefix(), self.db.schema()).map_err(BackendError::backend)?;
         Ok(keys.name().to_string())
+    }
+
+    /// The producer/admin store of `keys`' queue, answering job keys with its prefix.
+    fn store_of(&self, keys: &QueueKeys) -> BackendResult<PgQueueStore> {
+        Ok(PgQueueStore::new(
+            self.db.clone(),
+            self.queue_of(keys)?,
+            keys.prefix(),
+        ))
     }
 }
 
 #[async_trait]
 impl Backend for PostgresBackend {
     async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>> {
-        Ok(Arc::new(PgQueueStore::new(
-            self.db.clone(),
-            self.queue_of(queue)?,
-        )))
+        Ok(Arc::new(self.store_of(queue)?))
     }
 
     async fn worker_store(
@@ -137,7 +137,8 @@ impl Backend for PostgresBackend {
         queue: &QueueKeys,
         options: &WorkerStoreOptions,
     ) -> BackendResult<Arc<dyn WorkerStore>> {
-        let name = self.queue_of(queue)?;
+        let store = self.store_of(queue)?;
+        let name = store.queue.clone();
         // Node's Worker names its LISTEN session `<queue>` or `<queue>:w:<name>`.
         let session = match &options.worker_name {
             Some(worker) => format!("{name}:w:{worker}"),
@@ -145,7 +146,7 @@ impl Backend for PostgresBackend {
         };
         let listener = Listener::start(self.db.clone(), name.clone(), session).await?;
         Ok(worker_store::shared(PgWorkerStore::new(
-            PgQueueStore::new(self.db.clone(), name),
+            store,
             listener,
             options.worker_name.clone(),
             options.metrics_max_points,
@@ -169,6 +170,10 @@ impl Backend for PostgresBackend {
         )))
     }
 
+    async fn flow_store(&self) -> BackendResult<Arc<dyn FlowStore>> {
+        Ok(Arc::new(PgFlowStore::new(self.db.clone())))
+    }
+
     /// The queues with jobs or meta in this schema (the namespace must be the default prefix
     /// or the schema's name).
     async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
@@ -188,9 +193,7 @@ impl Backend for PostgresBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        // Flows: a parent's children are read here; adding flows is not built yet (the
-        // backend's flow_store declines).
-        Capabilities::all().without(Capability::Schedulers)
+        Capabilities::all()
     }
 }
 

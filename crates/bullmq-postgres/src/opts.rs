@@ -21,10 +21,22 @@ const RENAMES: &[(&str, &str)] = &[
 /// present as Node's `Job` always has it (0: one try). Anything that is not an object gives
 /// an empty object plus `attempts`.
 pub(crate) fn long_form(opts_json: &str) -> Map<String, Value> {
-    let mut short = match serde_json::from_str::<Value>(opts_json) {
-        Ok(Value::Object(map)) => map,
-        _ => Map::new(),
-    };
+    try_long_form(opts_json).unwrap_or_else(|| with_attempts(Map::new()))
+}
+
+/// [`long_form`] of an options object; `None` when `opts_json` is not a JSON object (a flow
+/// refuses such a node before it writes anything, as the Redis scripts do).
+pub(crate) fn try_long_form(opts_json: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str::<Value>(opts_json) {
+        Ok(Value::Object(map)) => Some(with_attempts(long_keys(map))),
+        _ => None,
+    }
+}
+
+/// The options object `short` with Node's long keys, nothing added: what Node stores for the
+/// options it passes as given (a scheduler's template, an iteration's options, which carry
+/// `attempts` only when the template sets it).
+pub(crate) fn long_keys(mut short: Map<String, Value>) -> Map<String, Value> {
     let mut long = Map::with_capacity(short.len() + 1);
     let metadata = short.remove("tm");
     let omit = short.remove("omc");
@@ -45,8 +57,28 @@ pub(crate) fn long_form(opts_json: &str) -> Map<String, Value> {
         }
         long.insert("telemetry".into(), Value::Object(telemetry));
     }
+    long
+}
+
+/// The long form of an options JSON object (see [`long_keys`]); `{}` when it is not one.
+pub(crate) fn long_keys_of(opts_json: &str) -> Map<String, Value> {
+    match serde_json::from_str::<Value>(opts_json) {
+        Ok(Value::Object(map)) => long_keys(map),
+        _ => Map::new(),
+    }
+}
+
+fn with_attempts(mut long: Map<String, Value>) -> Map<String, Value> {
     long.entry("attempts").or_insert(Value::from(0));
     long
+}
+
+/// A child's `parent` option as Node stores it on PostgreSQL: `{id, queue}` with the plain
+/// parent queue name (Redis stores the qualified `{prefix}:{queue}` there).
+pub(crate) fn set_plain_parent(long: &mut Map<String, Value>, parent_queue: &str) {
+    if let Some(Value::Object(parent)) = long.get_mut("parent") {
+        parent.insert("queue".into(), Value::from(parent_queue));
+    }
 }
 
 #[cfg(test)]
@@ -76,5 +108,21 @@ mod tests {
         assert_eq!(opts.continue_parent_on_failure, Some(true));
         assert_eq!(opts.lifo, Some(true));
         assert_eq!(long_form("not json").get("attempts"), Some(&Value::from(0)));
+        assert!(try_long_form("[1]").is_none());
+    }
+
+    #[test]
+    fn templates_keep_their_keys_and_children_name_the_plain_parent_queue() {
+        assert_eq!(long_keys_of("{}"), Map::new());
+        assert_eq!(
+            Value::Object(long_keys_of(r#"{"kl":5,"repeat":{"every":1000}}"#)),
+            serde_json::json!({"keepLogs": 5, "repeat": {"every": 1000}})
+        );
+        let mut child = long_form(r#"{"parent":{"id":"p","queue":"bull:flows"}}"#);
+        set_plain_parent(&mut child, "flows");
+        assert_eq!(
+            Value::Object(child),
+            serde_json::json!({"parent": {"id": "p", "queue": "flows"}, "attempts": 0})
+        );
     }
 }

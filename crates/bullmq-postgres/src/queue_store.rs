@@ -10,15 +10,20 @@ use async_trait::async_trait;
 use bullmq_backend::metrics::{Metrics, MetricsKind, MetricsMeta};
 use bullmq_backend::{
     AddResult, BackendError, BackendResult, Dependencies, DependencyCounts, DependencyKind,
-    DependencyPage, JobEnd, JobFlows, JobUpdates, NewJob, ObliterateStep, Producer, QueueAdmin,
-    RemoveOutcome,
+    DependencyPage, JobEnd, JobFlows, JobUpdates, NewJob, ObliterateStep, ParentLink, Producer,
+    QueueAdmin, RemoveOutcome,
 };
-use bullmq_protocol::{JobRecord, JobState};
+use bullmq_protocol::{DecodeError, JobRecord, JobState};
 use serde_json::{json, Value};
 
 use crate::db::Db;
 use crate::error::{PgError, PgResult};
-use crate::{opts, range, row};
+use crate::{keys, opts, range, row};
+
+/// BullMQ's code: the parent named by a job does not exist.
+pub(crate) const PARENT_MISSING: i64 = -5;
+/// BullMQ's code: the job exists as the child of another parent that still exists.
+pub(crate) const PARENT_CANNOT_BE_REPLACED: i64 = -7;
 
 /// The `version` meta a Node 6.7.0 `Queue` writes when it opens.
 pub(crate) const META_VERSION: &str = "bullmq:6.7.0";
@@ -31,11 +36,33 @@ const NODE_ATTEMPTS_FALLBACK: i32 = 1;
 pub struct PgQueueStore {
     pub(crate) db: Db,
     pub(crate) queue: String,
+    /// The key prefix the store was opened with (`bull` or the schema): the job keys it hands
+    /// back (parents, children) carry it.
+    pub(crate) prefix: String,
 }
 
-/// The arguments of one `add_job` call / one entry of `add_jobs_bulk`, decoded once from a
-/// [`NewJob`].
-struct AddArgs {
+/// Where a child points: the parent's queue and id, and its `parent_key` `<queue>:<id>`.
+pub(crate) struct PgParent {
+    pub(crate) queue: String,
+    pub(crate) id: String,
+    pub(crate) key: String,
+}
+
+impl PgParent {
+    /// The parent named by the seam's `parent_key` (`{prefix}:{queue}:{id}`).
+    pub(crate) fn of(link: &ParentLink, schema: &str) -> PgResult<Self> {
+        let (queue, id) = keys::job_of(&link.parent_key, schema)?;
+        Ok(Self {
+            queue: queue.to_owned(),
+            id: id.to_owned(),
+            key: keys::pg_key(queue, id),
+        })
+    }
+}
+
+/// The arguments of one `add_job` call / one entry of `add_jobs_bulk` or `add_flow`, decoded
+/// once from a [`NewJob`].
+pub(crate) struct AddArgs {
     id: String,
     opts: serde_json::Map<String, Value>,
     priority: i32,
@@ -44,11 +71,33 @@ struct AddArgs {
     attempts: i32,
     lifo: bool,
     dedup_id: Option<String>,
+    parent: Option<PgParent>,
 }
 
 impl AddArgs {
-    fn of(job: &NewJob) -> Self {
-        let opts = opts::long_form(&job.opts);
+    /// The arguments of `job`; its options must be a JSON object when `strict` (flows refuse
+    /// a node whose options are not, before anything is written), else anything that is not
+    /// one counts as no options.
+    pub(crate) fn of(job: &NewJob, schema: &str, strict: bool) -> PgResult<Self> {
+        let mut opts = if strict {
+            opts::try_long_form(&job.opts).ok_or_else(|| PgError::Reply {
+                operation: "adding a flow",
+                detail: format!(
+                    "the options of job `{}` are not a JSON object: {}",
+                    job.name, job.opts
+                ),
+            })?
+        } else {
+            opts::long_form(&job.opts)
+        };
+        let parent = job
+            .parent
+            .as_ref()
+            .map(|link| PgParent::of(link, schema))
+            .transpose()?;
+        if let Some(parent) = &parent {
+            opts::set_plain_parent(&mut opts, &parent.queue);
+        }
         let int = |key: &str| opts.get(key).and_then(Value::as_i64).unwrap_or(0);
         let dedup_id = opts
             .get("deduplication")
@@ -56,7 +105,7 @@ impl AddArgs {
             .and_then(|d| d.get("id"))
             .and_then(Value::as_str)
             .map(str::to_owned);
-        Self {
+        Ok(Self {
             id: job.custom_id.clone().unwrap_or_default(),
             priority: i32::try_from(int("priority")).unwrap_or(i32::MAX),
             delay: int("delay").max(0),
@@ -68,12 +117,14 @@ impl AddArgs {
                 .unwrap_or(NODE_ATTEMPTS_FALLBACK),
             lifo: opts.get("lifo").and_then(Value::as_bool).unwrap_or(false),
             dedup_id,
+            parent,
             opts,
-        }
+        })
     }
 
-    /// One entry of `add_jobs_bulk` (Node's batch entry shape).
-    fn bulk_entry(&self, queue: &str, job: &NewJob) -> Value {
+    /// One entry of `add_jobs_bulk` / `add_flow` (Node's batch entry shape).
+    pub(crate) fn entry(&self, queue: &str, job: &NewJob, waiting_children: bool) -> Value {
+        let parent = self.parent.as_ref();
         json!({
             "queue": queue,
             "id": self.id,
@@ -84,46 +135,49 @@ impl AddArgs {
             "delay": self.delay,
             "timestamp": self.timestamp,
             "attempts": self.attempts,
-            "parentQueue": null,
-            "parentId": null,
-            "parentKey": null,
+            "parentQueue": parent.map(|p| p.queue.as_str()),
+            "parentId": parent.map(|p| p.id.as_str()),
+            "parentKey": parent.map(|p| p.key.as_str()),
             "dedupId": self.dedup_id,
             "schedulerId": job.repeat_job_key,
             "lifo": self.lifo,
-            "addToWaitingChildren": false,
+            "addToWaitingChildren": waiting_children,
         })
     }
 }
 
 impl PgQueueStore {
-    pub(crate) fn new(db: Db, queue: impl Into<String>) -> Self {
+    pub(crate) fn new(db: Db, queue: impl Into<String>, prefix: impl Into<String>) -> Self {
         Self {
             db,
             queue: queue.into(),
+            prefix: prefix.into(),
         }
     }
 
-    fn unsupported_parent(&self) -> BackendError {
-        BackendError::backend(PgError::Reply {
-            operation: "adding a child job",
-            detail:
-                "jobs with a parent are added through FlowProducer on PostgreSQL in this release"
-                    .into(),
-        })
+    /// A job row as the seam's record (parent references with this store's prefix).
+    pub(crate) fn record_of(&self, row: &tokio_postgres::Row) -> Result<JobRecord, DecodeError> {
+        row::decode(row).map(|record| keys::seam_record(record, &self.prefix))
+    }
+
+    /// The protocol's `<queue>:<id>` as the seam's job key, with this store's prefix.
+    pub(crate) fn seam_key(&self, pg_key: &str) -> String {
+        keys::seam_key(&self.prefix, pg_key)
     }
 
     async fn add_one(&self, job: &NewJob) -> PgResult<AddResult> {
-        let args = AddArgs::of(job);
+        let args = AddArgs::of(job, self.db.schema(), false)?;
         let client = self.db.client("adding a job").await?;
         let statement = client
             .prepare_cached(
                 "SELECT add_job($1::text, $2::text, $3::text, $4::text::jsonb, $5::text::jsonb, \
-                 $6::int4, $7::int8, $8::int8, $9::int4, NULL, NULL, NULL, $10::text, $11::text, \
-                 $12::bool)",
+                 $6::int4, $7::int8, $8::int8, $9::int4, $10::text, $11::text, $12::text, \
+                 $13::text, $14::text, $15::bool)",
             )
             .await
             .map_err(PgError::sql("adding a job"))?;
         let opts = Value::Object(args.opts).to_string();
+        let parent = args.parent.as_ref();
         let reply = client
             .query_one(
                 &statement,
@@ -137,16 +191,107 @@ impl PgQueueStore {
                     &args.delay,
                     &args.timestamp,
                     &args.attempts,
+                    &parent.map(|p| p.queue.as_str()),
+                    &parent.map(|p| p.id.as_str()),
+                    &parent.map(|p| p.key.as_str()),
                     &args.dedup_id,
                     &job.repeat_job_key,
                     &args.lifo,
                 ],
             )
             .await;
-        match reply {
-            Ok(row) => Ok(AddResult::Id(row.get(0))),
-            Err(e) => Err(PgError::sql("adding a job")(e)),
+        let error = match reply {
+            Ok(row) => return Ok(AddResult::Id(row.get(0))),
+            Err(e) => PgError::sql("adding a job")(e),
+        };
+        match error.bullmq_code() {
+            Some(PARENT_MISSING) => Ok(AddResult::ParentMissing {
+                parent_key: job
+                    .parent
+                    .as_ref()
+                    .map(|p| p.parent_key.clone())
+                    .unwrap_or_default(),
+            }),
+            Some(PARENT_CANNOT_BE_REPLACED) => Err(self.parent_taken(&client, &args.id).await),
+            _ => Err(error),
         }
+    }
+
+    /// The refusal of a job `id` of this queue that is the child of another live parent (-7),
+    /// naming that parent (read after the refusal, so it may be gone by then).
+    pub(crate) async fn parent_taken<C: deadpool_postgres::GenericClient + Sync>(
+        &self,
+        client: &C,
+        id: &str,
+    ) -> PgError {
+        let existing = client
+            .query_opt(
+                "SELECT parent_key FROM job WHERE queue = $1 AND id = $2",
+                &[&self.queue, &id],
+            )
+            .await
+            .ok()
+            .flatten()
+            .and_then(|row| row.get::<_, Option<String>>(0));
+        PgError::ParentCannotBeReplaced {
+            job_key: self.seam_key(&keys::pg_key(&self.queue, id)),
+            existing_parent_key: existing.map(|key| self.seam_key(&key)).unwrap_or_default(),
+        }
+    }
+
+    /// A bulk with parents or deduplication ids, through `add_flow` as Node sends it, in a
+    /// transaction rolled back when a job's id is taken by the child of another parent (-7):
+    /// the refusal then writes nothing. A job whose parent is missing is not added and
+    /// reported so; the others are.
+    async fn add_bulk_as_flow(
+        &self,
+        jobs: &[NewJob],
+        args: &[AddArgs],
+    ) -> PgResult<Vec<AddResult>> {
+        let operation = "adding jobs in bulk";
+        let payload = Value::Array(
+            args.iter()
+                .zip(jobs)
+                .map(|(a, job)| a.entry(&self.queue, job, false))
+                .collect(),
+        )
+        .to_string();
+        let mut client = self.db.client(operation).await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(PgError::sql(operation))?;
+        let rows = tx
+            .query("SELECT add_flow($1::text::jsonb)", &[&payload])
+            .await
+            .map_err(PgError::sql(operation))?;
+        let slots: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        if slots.len() != jobs.len() {
+            return Err(PgError::Reply {
+                operation,
+                detail: format!("{} results for {} jobs", slots.len(), jobs.len()),
+            });
+        }
+        if let Some(taken) = slots.iter().position(|s| s == "-7") {
+            let error = self.parent_taken(&tx, &args[taken].id).await;
+            tx.rollback().await.map_err(PgError::sql(operation))?;
+            return Err(error);
+        }
+        tx.commit().await.map_err(PgError::sql(operation))?;
+        Ok(slots
+            .into_iter()
+            .zip(jobs)
+            .map(|(slot, job)| match slot.as_str() {
+                "-5" => AddResult::ParentMissing {
+                    parent_key: job
+                        .parent
+                        .as_ref()
+                        .map(|p| p.parent_key.clone())
+                        .unwrap_or_default(),
+                },
+                _ => AddResult::Id(slot),
+            })
+            .collect())
     }
 
     pub(crate) async fn query_rows(
@@ -208,7 +353,7 @@ impl PgQueueStore {
         let sql = format!(
             "SELECT child_key, {value} FROM job_dependency \
               WHERE parent_queue = $1 AND parent_id = $2 AND status::text = $3 \
-              ORDER BY child_key"
+              ORDER BY child_key COLLATE \"C\""
         );
         let rows = self
             .query_rows(
@@ -217,12 +362,19 @@ impl PgQueueStore {
                 &[&self.queue, &job_id, &status],
             )
             .await?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        Ok(rows
+            .iter()
+            .map(|r| (self.seam_key(r.get(0)), r.get(1)))
+            .collect())
     }
 }
 
-fn decode_job(job_id: &str, row: &tokio_postgres::Row) -> BackendResult<JobRecord> {
-    row::decode(row).map_err(|source| BackendError::Decode {
+fn decode_job(
+    store: &PgQueueStore,
+    job_id: &str,
+    row: &tokio_postgres::Row,
+) -> BackendResult<JobRecord> {
+    store.record_of(row).map_err(|source| BackendError::Decode {
         job_id: job_id.to_string(),
         source,
     })
@@ -240,36 +392,30 @@ fn clamp_i64(v: u64) -> i64 {
 #[async_trait]
 impl Producer for PgQueueStore {
     async fn add(&self, job: &NewJob) -> BackendResult<AddResult> {
-        if job.parent.is_some() {
-            return Err(self.unsupported_parent());
-        }
-        match self.add_one(job).await {
-            Err(e) if e.bullmq_code() == Some(-5) => Ok(AddResult::ParentMissing {
-                parent_key: String::new(),
-            }),
-            other => Ok(other?),
-        }
+        Ok(self.add_one(job).await?)
     }
 
     async fn add_bulk(&self, jobs: &[NewJob]) -> BackendResult<Vec<AddResult>> {
-        if jobs.iter().any(|j| j.parent.is_some()) {
-            return Err(self.unsupported_parent());
+        if jobs.is_empty() {
+            return Ok(Vec::new());
         }
-        let entries: Vec<AddArgs> = jobs.iter().map(AddArgs::of).collect();
-        if entries.iter().any(|e| e.dedup_id.is_some()) {
-            // Node sends deduplicated batches through add_flow; one by one keeps each dedup
-            // decision and its events, at the cost of atomicity across the batch.
-            let mut out = Vec::with_capacity(jobs.len());
-            for job in jobs {
-                out.push(self.add(job).await?);
-            }
-            return Ok(out);
+        let schema = self.db.schema();
+        let entries = jobs
+            .iter()
+            .map(|job| AddArgs::of(job, schema, false))
+            .collect::<PgResult<Vec<_>>>()?;
+        if entries
+            .iter()
+            .any(|e| e.parent.is_some() || e.dedup_id.is_some())
+        {
+            // As Node: the set-based insert knows neither parents nor deduplication.
+            return Ok(self.add_bulk_as_flow(jobs, &entries).await?);
         }
         let payload = Value::Array(
             entries
                 .iter()
                 .zip(jobs)
-                .map(|(args, job)| args.bulk_entry(&self.queue, job))
+                .map(|(args, job)| args.entry(&self.queue, job, false))
                 .collect(),
         )
         .to_string();
@@ -390,7 +536,7 @@ impl QueueAdmin for PgQueueStore {
     async fn get_job(&self, job_id: &str) -> BackendResult<Option<JobRecord>> {
         match self.job_row(job_id).await? {
             None => Ok(None),
-            Some(r) => decode_job(job_id, &r).map(Some),
+            Some(r) => decode_job(self, job_id, &r).map(Some),
         }
     }
 

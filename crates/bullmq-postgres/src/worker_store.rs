@@ -11,12 +11,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bullmq_backend::NextIteration;
 use bullmq_backend::{
     now_ms, BackendError, BackendResult, ChildRef, ConnectionChange, Dependencies,
     DependencyCounts, DependencyKind, DependencyPage, FetchRequest, Fetched, FetchedJob, Finish,
     FinishAction, FinishCode, FinishReply, JobFlows, JobUpdates, MoveToWaitOutcome, Retention,
     StalledReport, WaitingChildrenOutcome, WorkerStore,
 };
+use bullmq_protocol::scheduler::{plan_next_iteration, NextIterationPlan};
 use deadpool_postgres::ClientWrapper;
 use futures::future::join_all;
 use serde_json::Value;
@@ -27,7 +29,7 @@ use tokio_postgres::Row;
 use crate::error::{PgError, PgResult};
 use crate::listener::Listener;
 use crate::queue_store::PgQueueStore;
-use crate::row;
+use crate::{row, schedulers};
 
 /// Claim statement (`move_to_active`), columns as [`row::JOB_COLUMNS`].
 fn claim_sql() -> String {
@@ -264,14 +266,64 @@ impl PgWorkerStore {
         Ok(())
     }
 
-    fn to_fetched(claimed: Vec<(String, Row)>) -> Vec<FetchedJob> {
-        claimed
+    /// The claimed rows as fetched jobs; for an iteration of an `every` scheduler, the next
+    /// iteration is created right away, as Node's Worker does when it takes one (and as the
+    /// Redis backend does in its fetch): cron runs are left to the Worker's own call.
+    async fn to_fetched(
+        &self,
+        client: &deadpool_postgres::Object,
+        claimed: Vec<(String, Row)>,
+    ) -> Vec<FetchedJob> {
+        let jobs: Vec<FetchedJob> = claimed
             .into_iter()
-            .map(|(token, r)| match row::decode(&r) {
+            .map(|(token, r)| match self.queue.record_of(&r) {
                 Ok(record) => FetchedJob::new(token, record),
                 Err(e) => FetchedJob::unreadable(row::id(&r), token, e.to_string()),
             })
+            .collect();
+        let advanced = jobs.iter().map(|job| self.advance_every(client, job));
+        let outcomes = join_all(advanced).await;
+        jobs.into_iter()
+            .zip(outcomes)
+            .map(|(job, next)| match next {
+                Some(next) => job.with_next_iteration(next),
+                None => job,
+            })
             .collect()
+    }
+
+    /// What creating the next iteration of `job` did, when it is an iteration of an `every`
+    /// scheduler; `None` (the Worker plans it and reports what goes wrong) otherwise, or when
+    /// the call failed.
+    async fn advance_every(
+        &self,
+        client: &deadpool_postgres::Object,
+        job: &FetchedJob,
+    ) -> Option<NextIteration> {
+        let record = job.job.as_ref().ok()?;
+        let scheduler = record
+            .repeat_job_key
+            .as_deref()
+            .filter(|id| !id.is_empty())?;
+        let repeat = record.opts.repeat.as_ref()?;
+        let every = repeat
+            .get("every")
+            .and_then(Value::as_u64)
+            .filter(|e| *e > 0);
+        if every.is_none() || repeat.get("pattern").is_some_and(|p| !p.is_null()) {
+            return None;
+        }
+        match plan_next_iteration(&record.id, scheduler, &record.opts, now_ms()) {
+            Ok(Some(plan)) => match schedulers::next_iteration(client, self.q(), &plan).await {
+                Ok(next) => Some(next),
+                Err(error) => {
+                    tracing::debug!(%error, job_id = %record.id, "next iteration left to the worker");
+                    None
+                }
+            },
+            Ok(None) => Some(NextIteration::Ended),
+            Err(_) => None,
+        }
     }
 
     /// Finishes one job (one statement, or two for a rate limit) on `client`; with
@@ -554,7 +606,7 @@ impl WorkerStore for PgWorkerStore {
         let client = self.client("claiming jobs").await?;
         let claimed = self.claim(&client, request, request.count).await?;
         let short = claimed.len() < request.count as usize;
-        let mut fetched = Fetched::with_jobs(Self::to_fetched(claimed));
+        let mut fetched = Fetched::with_jobs(self.to_fetched(&client, claimed).await);
         if short {
             self.signal(&client, request, &mut fetched).await?;
         }
@@ -633,7 +685,7 @@ impl WorkerStore for PgWorkerStore {
                 self.gated.store(fetched.gated, Ordering::Release);
             }
         }
-        fetched.jobs = Self::to_fetched(claimed);
+        fetched.jobs = self.to_fetched(&client, claimed).await;
         Ok(FinishReply::new(codes, fetched))
     }
 
@@ -722,6 +774,17 @@ impl WorkerStore for PgWorkerStore {
     async fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.listener.close().await;
+    }
+
+    async fn schedule_next_iteration(
+        &self,
+        plan: &NextIterationPlan,
+    ) -> BackendResult<NextIteration> {
+        self.check_open()?;
+        let client = self
+            .client("creating a job scheduler's next iteration")
+            .await?;
+        Ok(schedulers::next_iteration(&client, self.q(), plan).await?)
     }
 
     async fn move_to_waiting_children(

@@ -1,5 +1,6 @@
 //! The backend conformance suite on PostgreSQL, on a schema Node BullMQ 6.7.0's migrator made
-//! (see `common`): the cases whose semantics the protocol shares with Redis.
+//! (see `common`): every case of the suite, each asserting Node's behaviour on PostgreSQL
+//! where the profile says it differs from Redis.
 
 mod common;
 
@@ -58,6 +59,28 @@ bullmq_backend::conformance_tests!(@cases postgres(), profile = bullmq_backend::
     declined_capabilities_answer_unsupported,
     list_workers_finds_open_worker_stores,
     list_queues_finds_a_queue_with_jobs,
+    flow_children_block_parent_completion,
+    flow_failed_child_refuses_parent_completion,
+    flow_add_places_parents_and_children,
+    flow_add_attaches_existing_children,
+    flow_add_refusals_write_nothing,
+    flow_read_node_lists_children,
+    flow_remove_with_or_without_children,
+    step_job_waits_for_its_children,
+    step_job_with_a_failed_child_cannot_wait,
+    scheduler_upsert_creates_scheduler_and_iteration,
+    scheduler_offset_and_start_date_delay_the_first_run,
+    scheduler_upsert_replaces_pending_iteration,
+    scheduler_new_interval_resets_the_slot,
+    scheduler_next_iteration_from_the_current_one_only,
+    scheduler_upsert_while_iteration_runs,
+    scheduler_remove_deletes_scheduler_and_delayed_iteration,
+    scheduler_listing_and_counts,
+    scheduler_every_walks_past_taken_slots,
+    scheduler_cron_next_iteration_by_the_worker,
+    scheduler_cron_run_collision,
+    scheduler_iteration_kept_by_drain_and_clean,
+    maintenance_children_dedup_and_counts,
 );
 
 /// The memory backend (Node's Redis behaviour) and PostgreSQL agree step by step over

@@ -26,11 +26,13 @@ async fn every_event_once_in_id_order_under_concurrent_late_commits() {
     for _ in 0..4 {
         let (url, queue, schema) = (url.clone(), queue.clone(), schema.to_string());
         writers.push(tokio::spawn(async move {
-            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
             for _ in 0..5 {
+                // A fresh session each time: its first insert is the slowest, which widens
+                // the moment between taking an id and holding an xid.
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(connection);
                 client
                     .batch_execute(&format!(
                         "BEGIN; SELECT \"{schema}\".publish_event('{queue}', 'late', '{{}}'::jsonb); \

@@ -72,6 +72,28 @@ pub struct Profile {
     /// Worker connections are named `{prefix}:{base64(queue)}:w:{name}` (Node's Redis
     /// `CLIENT SETNAME`); on PostgreSQL the session's `application_name` is `{queue}:w:{name}`.
     pub redis_connection_names: bool,
+    /// A job refused because its parent is missing takes no number from the queue's id
+    /// counter (Redis checks the parent first); otherwise it does (Node's PostgreSQL function
+    /// takes the id before it checks the parent, and a sequence is not rolled back).
+    pub missing_parent_takes_no_number: bool,
+    /// A job moving itself to `waiting-children` emits `waiting-children` (Node's Redis
+    /// script); Node's PostgreSQL function emits nothing.
+    pub waiting_children_step_emits_event: bool,
+    /// Creating a scheduler's iteration (an upsert, or the next iteration) emits `added` and
+    /// `waiting` / `delayed` (Node's Redis scripts); Node's PostgreSQL functions emit none.
+    pub scheduler_iterations_emit_events: bool,
+    /// How many `every` slots past the first taken one an upsert tries before it reports
+    /// slots busy: Node's Redis script walks on for 32, its PostgreSQL function tries one.
+    pub every_upsert_slots_tried: u32,
+    /// A cron upsert whose run is taken by another job, made while the scheduler's own
+    /// pending iteration is waiting to be replaced, takes that job over as its iteration
+    /// (Node's PostgreSQL function removes the pending iteration, then resets the taken row);
+    /// otherwise it is refused and nothing changes.
+    pub cron_upsert_takes_over_a_taken_run: bool,
+    /// A scheduler's former iteration can be removed as a job once the scheduler is gone
+    /// (Redis asks the scheduler); Node's PostgreSQL function refuses every job a scheduler
+    /// made (-8).
+    pub former_iteration_removable: bool,
 }
 
 impl Profile {
@@ -97,6 +119,12 @@ impl Profile {
         delayed_promoted_in_due_order: true,
         drained_only_when_wait_is_empty: true,
         active_listed_by_activation: true,
+        missing_parent_takes_no_number: true,
+        waiting_children_step_emits_event: true,
+        scheduler_iterations_emit_events: true,
+        every_upsert_slots_tried: 32,
+        cron_upsert_takes_over_a_taken_run: false,
+        former_iteration_removable: true,
     };
 
     /// Node BullMQ 6.7.0 on PostgreSQL (its schema, ledger version 11).
@@ -121,6 +149,12 @@ impl Profile {
         delayed_promoted_in_due_order: false,
         drained_only_when_wait_is_empty: false,
         active_listed_by_activation: false,
+        missing_parent_takes_no_number: false,
+        waiting_children_step_emits_event: false,
+        scheduler_iterations_emit_events: false,
+        every_upsert_slots_tried: 1,
+        cron_upsert_takes_over_a_taken_run: true,
+        former_iteration_removable: false,
     };
 
     /// The code a former holder gets for a job that already left `active`.
