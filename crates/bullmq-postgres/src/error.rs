@@ -19,8 +19,9 @@ pub enum PgError {
     /// The URL or a setting is wrong.
     #[error(transparent)]
     Config(#[from] PgConfigError),
-    /// The server could not be reached or refused the session.
-    #[error("cannot connect to PostgreSQL at {target}: {source}")]
+    /// The server could not be reached or refused the session (the message carries every
+    /// cause: a TLS handshake error says what was wrong with the certificate).
+    #[error("cannot connect to PostgreSQL at {target}: {}", causes(source))]
     Connect {
         /// `host:port/db schema s`.
         target: String,
@@ -151,6 +152,22 @@ impl PgError {
             _ => false,
         }
     }
+}
+
+/// `error` and its sources, `: `-separated (tokio-postgres keeps the reason of a failed TLS
+/// handshake or connect in the source, not in its own message).
+fn causes(error: &tokio_postgres::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// BullMQ's code carried by a `BM001` error, if `error` is one.

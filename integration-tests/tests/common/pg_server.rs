@@ -14,6 +14,8 @@ pub struct PgServer {
     /// Its port on 127.0.0.1.
     pub port: u16,
     as_postgres: bool,
+    /// Extra `-c name=value` server settings.
+    settings: String,
 }
 
 fn bindir() -> Option<PathBuf> {
@@ -36,6 +38,11 @@ fn free_port() -> u16 {
 impl PgServer {
     /// Starts one; `None` (after a loud message) when `initdb` is not installed.
     pub fn start() -> Result<Option<Self>> {
+        Self::start_with_tls(None)
+    }
+
+    /// Starts one serving TLS (besides plain TCP) with this certificate and key (PEM).
+    pub fn start_with_tls(tls: Option<(&Path, &Path)>) -> Result<Option<Self>> {
         let Some(bin) = bindir() else {
             eprintln!("\n!!! SKIPPING: no initdb under /usr/lib/postgresql/*/bin !!!\n");
             return Ok(None);
@@ -61,12 +68,31 @@ impl PgServer {
                 bail!("chown postgres {}", dir.display());
             }
         }
-        let server = Self {
+        let mut server = Self {
             bin,
             dir,
             port: free_port(),
             as_postgres,
+            settings: String::new(),
         };
+        if let Some((cert, key)) = tls {
+            // The server reads its key only when the server's user owns it, mode 0600.
+            let (c, k) = (server.dir.join("server.crt"), server.dir.join("server.key"));
+            std::fs::copy(cert, &c)?;
+            std::fs::copy(key, &k)?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600))?;
+            if server.as_postgres {
+                for f in [&c, &k] {
+                    Command::new("chown").arg("postgres:").arg(f).status()?;
+                }
+            }
+            server.settings = format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                c.display(),
+                k.display()
+            );
+        }
         server.run(
             "initdb",
             &[
@@ -127,7 +153,10 @@ impl PgServer {
     fn ctl(&self, action: &[&str]) -> Result<()> {
         let data = self.data();
         let log = self.dir.join("server.log").display().to_string();
-        let options = format!("-p {} -k /tmp -c listen_addresses=127.0.0.1", self.port);
+        let options = format!(
+            "-p {} -k /tmp -c listen_addresses=127.0.0.1{}",
+            self.port, self.settings
+        );
         let mut args = vec!["-D", &data, "-l", &log, "-w", "-o", &options];
         args.extend_from_slice(action);
         self.run("pg_ctl", &args)
