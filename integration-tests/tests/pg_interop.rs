@@ -451,3 +451,61 @@ async fn get_workers_on_either_side_lists_both_fleets() -> Result<()> {
     queue_handle.close().await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deduplication_made_by_one_side_is_honoured_by_the_other() -> Result<()> {
+    if !pg_and_node_available() {
+        return Ok(());
+    }
+    let schema = FreshSchema::migrated_by_node().await?;
+    let name = common::unique_queue("pg-dedup");
+    let backend = backend(&schema.name).await?;
+    let queue = Queue::with_backend(&name, backend.as_ref(), QueueOptions::default()).await?;
+    let dedup =
+        |id: &str| JobOptions::new().deduplication(ractor_bullmq::protocol::Deduplication::new(id));
+
+    // Node first, then us: our add is deduplicated into Node's job.
+    let theirs = run_node_pg(
+        "add_jobs.js",
+        &schema.name,
+        &json!({"queue": name, "jobs": [{"name": "n", "data": {}, "opts": {"deduplication": {"id": "from-node"}}}]}),
+    )
+    .await?;
+    let node_id = theirs["ids"][0].as_str().context("id")?.to_string();
+    let ours = queue.add("r", json!({})).opts(dedup("from-node")).await?;
+    assert_eq!(ours.id(), node_id, "deduplicated into Node's job");
+
+    // Us first, then Node: Node's add returns our job's id.
+    let first = queue.add("r", json!({})).opts(dedup("from-rust")).await?;
+    let theirs = run_node_pg(
+        "add_jobs.js",
+        &schema.name,
+        &json!({"queue": name, "jobs": [{"name": "n", "data": {}, "opts": {"deduplication": {"id": "from-rust"}}}]}),
+    )
+    .await?;
+    assert_eq!(
+        theirs["ids"][0],
+        json!(first.id()),
+        "Node deduplicated into ours"
+    );
+    assert_eq!(
+        queue
+            .get_deduplication_job_id("from-rust")
+            .await?
+            .as_deref(),
+        Some(first.id())
+    );
+
+    let counts = psql(&format!(
+        "SELECT count(*) FROM \"{}\".job WHERE queue = '{name}'",
+        schema.name
+    ))?;
+    assert_eq!(counts, "2", "one job per deduplication id");
+    let deduplicated = psql(&format!(
+        "SELECT count(*) FROM \"{}\".event WHERE queue = '{name}' AND event = 'deduplicated'",
+        schema.name
+    ))?;
+    assert_eq!(deduplicated, "2");
+    queue.close().await?;
+    Ok(())
+}
