@@ -1,17 +1,19 @@
 'use strict';
 // Adds and reads flows with Node BullMQ's FlowProducer.
 //
-// Args: {op: "add" | "addBulk" | "getFlow", prefix?,
+// Args: {op: "add" | "addBulk" | "getFlow" | "getDependencies", prefix?,
 //        flow?: FlowJob (add), queuesOptions?: {queue: JobsOptions} (add), flows?: [FlowJob] (addBulk),
-//        id?, queueName?, depth?, maxChildren? (getFlow)}
+//        id?, queueName?, depth?, maxChildren? (getFlow; id and queueName for getDependencies)}
 //       (+ {backend: "postgres", pgUrl?, schema} for PostgreSQL, see lib.js)
 // Output: add / addBulk: {tree} / {trees}, each node {id, name, queueName, children: [...]},
 //         or {error, code} when the FlowProducer threw;
 //         getFlow: {tree} with each node {id, name, queueName, data, opts, parentKey, children}
-//         (null when absent).
+//         (null when absent);
+//         getDependencies: {dependencies, counts, state} of job `id` in `queueName` (Node's
+//         job.getDependencies(), job.getDependenciesCount(), job.getState()), or {job: null}.
 
 const { FlowProducer } = require('bullmq');
-const { classOptions, backendFactory, run } = require('./lib');
+const { classOptions, backendFactory, openQueue, run } = require('./lib');
 
 function shape(node, full) {
   if (!node) return null;
@@ -26,7 +28,23 @@ function shape(node, full) {
   return out;
 }
 
+async function dependencies(args) {
+  const queue = openQueue(Object.assign({}, args, { queue: args.queueName }));
+  try {
+    const job = await queue.getJob(args.id);
+    if (!job) return { job: null };
+    return {
+      dependencies: await job.getDependencies(),
+      counts: await job.getDependenciesCount(),
+      state: await job.getState(),
+    };
+  } finally {
+    await queue.close();
+  }
+}
+
 run(async args => {
+  if (args.op === 'getDependencies') return dependencies(args);
   const producer = new FlowProducer(classOptions(args), backendFactory(args));
   try {
     if (args.op === 'add') {
