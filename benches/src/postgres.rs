@@ -521,10 +521,12 @@ fn render(
         "What the server commits at most, measured in this run before and after the scenarios \
          ({} s a loop): `insert` = N sessions each committing a one-row `INSERT` \
          (autocommit), as fast as they can; `insert_notify` = the same statement also calls \
-         `pg_notify` (one LISTEN session hears it), as every BullMQ add and finish does. With \
-         `fsync` on, a commit waits for its WAL flush; concurrent commits share a flush (group \
-         commit), but a notifying commit holds PostgreSQL's global notify lock until it is \
-         flushed, which serialises them.\n",
+         `pg_notify` (one LISTEN session hears it), as every BullMQ add does. With `fsync` on, \
+         a commit waits for its WAL flush; concurrent commits share a flush (group commit), \
+         but a notifying commit holds PostgreSQL's global notify lock until it is flushed, \
+         which serialises them. A finish notifies only when no other commit of its queue is \
+         notifying (a per-queue try-lock in Node's SQL), so concurrent finishes can share \
+         flushes.\n",
         config.floor_seconds
     );
     out.push_str(&pg_report::floor_table(floors_before, floors_after));
@@ -535,8 +537,9 @@ fn render(
          `add_bulk` / `addBulk` in batches of N; `worker_1xC` = a pre-filled queue drained by \
          one worker of C slots (no-op jobs, the clock stops at the last `completed`). \
          \"commit floor\" = the loop (sessions) that bounds the scenario, measured before the \
-         scenarios: an add or a finish is one notifying commit, and both sides' pools have 10 \
-         connections; \"/ floor\" = jobs/s over that loop's commits/s. Commits, WAL fsyncs and \
+         scenarios: an add is one notifying commit, a finish (fused with the next claim) one \
+         commit, and both sides' pools have 10 connections; \"/ floor\" = jobs/s over that \
+         loop's commits/s. Commits, WAL fsyncs and \
          PG CPU are the server's deltas over the scenario (every server process; read-only \
          transactions count as commits; anything else on the server counts too), per job. \
          \"compat\" = jobs our worker completed that Node BullMQ read back as completed with \
