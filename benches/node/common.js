@@ -1,5 +1,6 @@
 'use strict';
-// Shared helpers of the Node benchmark scripts: the pinned oracle package and the connection.
+// Shared helpers of the Node benchmark scripts: the pinned oracle package and the connection
+// (Redis from REDIS_URL; PostgreSQL from the arguments, for the pg_*.js scripts).
 
 const path = require('node:path');
 const { createRequire } = require('node:module');
@@ -19,6 +20,19 @@ function connectionOptions() {
   return options;
 }
 
+const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * The `connection` option of Node's PostgreSQL backend for the pg_*.js scripts: a pg.Pool
+ * config (pool size: pg's default, 10, as ours) plus the schema, which must already be migrated
+ * by Node's migrator. Args: {pgUrl?, schema}; the URL defaults to PG_URL, then the local
+ * default.
+ */
+function pgConnection(args) {
+  if (!args.schema) throw new Error('missing "schema"');
+  return { connectionString: args.pgUrl || process.env.PG_URL || DEFAULT_PG_URL, schema: args.schema };
+}
+
 /** The q-quantile of an ascending array (nearest rank), undefined when empty. */
 function quantile(sorted, q) {
   if (sorted.length === 0) return undefined;
@@ -36,4 +50,4 @@ function finish(promise) {
   );
 }
 
-module.exports = { bullmq: oracle('bullmq'), connectionOptions, quantile, finish };
+module.exports = { bullmq: oracle('bullmq'), connectionOptions, pgConnection, quantile, finish };

@@ -17,6 +17,9 @@ use crate::worker::WorkerScenario;
 use crate::worker_report::WorkerMeasurement;
 use crate::{latency, memory, producer, redis_limit, report, worker};
 
+/// The `## ` sections `render` writes; every other section of the file is kept.
+const GENERATED_SECTIONS: &[&str] = &["Targets", "Workers, latency, memory", "Producer"];
+
 fn scaled(jobs: u64, scale: f64) -> u64 {
     ((jobs as f64 * scale).round() as u64).max(100)
 }
@@ -78,6 +81,14 @@ pub(crate) async fn run(
         elapsed,
     )
     .await?;
+    // Sections `all` does not make (the `postgres` group's, hand-written ones such as Flow)
+    // stay, after the generated ones.
+    let mut markdown = markdown;
+    let existing = std::fs::read_to_string(output).unwrap_or_default();
+    for section in crate::pg_report::other_sections(&existing, GENERATED_SECTIONS) {
+        markdown.push('\n');
+        markdown.push_str(&section);
+    }
     if let Some(dir) = output.parent() {
         std::fs::create_dir_all(dir).ok();
     }

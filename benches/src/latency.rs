@@ -36,8 +36,9 @@ impl LatencyScenario {
     }
 }
 
-/// Shared clocks of one run: when each job was added, and the measured latencies.
-struct Clocks {
+/// Shared clocks of one run: when each job was added, and the measured latencies (also used by
+/// the PostgreSQL group).
+pub(crate) struct Clocks {
     base: Instant,
     added_ns: Vec<AtomicU64>,
     active_ms: Mutex<Vec<f64>>,
@@ -45,6 +46,16 @@ struct Clocks {
 }
 
 impl Clocks {
+    /// Clocks for jobs `0..total` (their payload's `index`).
+    pub(crate) fn new(total: u64) -> Arc<Self> {
+        Arc::new(Self {
+            base: Instant::now(),
+            added_ns: (0..total).map(|_| AtomicU64::new(0)).collect(),
+            active_ms: Mutex::new(Vec::with_capacity(total as usize)),
+            completed_ms: Mutex::new(Vec::with_capacity(total as usize)),
+        })
+    }
+
     fn since_added(&self, job: &Job) -> Option<f64> {
         let index = job.data_value().get("index")?.as_u64()?;
         let added = self
@@ -53,6 +64,75 @@ impl Clocks {
             .load(Ordering::Acquire);
         let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
         Some(now.saturating_sub(added) as f64 / 1e6)
+    }
+
+    /// A no-op processor that records add → active.
+    pub(crate) fn processor(self: &Arc<Self>) -> impl ractor_bullmq::worker::Processor {
+        let clocks = self.clone();
+        move |job: Job, _ctx: JobContext| {
+            if let Some(ms) = clocks.since_added(&job) {
+                lock(&clocks.active_ms).push(ms);
+            }
+            std::future::ready(Ok::<_, anyhow::Error>(json!({"ok": true})))
+        }
+    }
+
+    /// Callbacks that record add → completed.
+    pub(crate) fn callbacks(self: &Arc<Self>) -> WorkerCallbacks {
+        let clocks = self.clone();
+        WorkerCallbacks::new().on_completed(move |job, _| {
+            if let Some(ms) = clocks.since_added(job) {
+                lock(&clocks.completed_ms).push(ms);
+            }
+        })
+    }
+
+    /// Adds `rate` jobs a second for `seconds` (`lat-<i>`, payload `{index: i}`), each add
+    /// spawned at its due time (paced against the start, so one late tick does not lower the
+    /// rate), then waits up to `timeout` until every job completed; returns the seconds from
+    /// the first add to the last completion and the peak RSS seen.
+    pub(crate) async fn pace_adds_and_wait(
+        &self,
+        queue: &Queue,
+        rate: u64,
+        total: u64,
+        timeout: Duration,
+    ) -> Result<(f64, Option<f64>)> {
+        let started = Instant::now();
+        let interval = Duration::from_nanos(1_000_000_000 / rate.max(1));
+        for i in 0..total {
+            let due = started + interval * u32::try_from(i).unwrap_or(u32::MAX);
+            tokio::time::sleep_until(due.into()).await;
+            let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.added_ns[i as usize].store(now, Ordering::Release);
+            let queue = queue.clone();
+            tokio::spawn(async move {
+                let opts = JobOptions::default().job_id(format!("lat-{i}"));
+                if let Err(error) = queue.add_job("bench", json!({"index": i}), opts).await {
+                    eprintln!("latency: add failed: {error}");
+                }
+            });
+        }
+        let deadline = Instant::now() + timeout;
+        let mut peak_rss = rss_mb();
+        while (lock(&self.completed_ms).len() as u64) < total {
+            ensure!(
+                Instant::now() < deadline,
+                "latency: {} of {total} jobs completed",
+                lock(&self.completed_ms).len()
+            );
+            peak_rss = crate::worker::peak(peak_rss, rss_mb());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok((started.elapsed().as_secs_f64(), peak_rss))
+    }
+
+    /// p50 / p99 / p99.9 of add → active and of add → completed, in ms.
+    pub(crate) fn percentiles(&self) -> ([Option<f64>; 3], [Option<f64>; 3]) {
+        let mut active = std::mem::take(&mut *lock(&self.active_ms));
+        let mut completed = std::mem::take(&mut *lock(&self.completed_ms));
+        let three = |samples: &mut Vec<f64>| [0.5, 0.99, 0.999].map(|q| quantile(samples, q));
+        (three(&mut active), three(&mut completed))
     }
 }
 
@@ -122,71 +202,25 @@ async fn run_ours(
 ) -> Result<WorkerMeasurement> {
     let name = queue_name("latency", "rust", &scenario.name());
     let total = scenario.rate * scenario.seconds;
-    let clocks = Arc::new(Clocks {
-        base: Instant::now(),
-        added_ns: (0..total).map(|_| AtomicU64::new(0)).collect(),
-        active_ms: Mutex::new(Vec::with_capacity(total as usize)),
-        completed_ms: Mutex::new(Vec::with_capacity(total as usize)),
-    });
+    let clocks = Clocks::new(total);
     let queue = Queue::new(name.clone(), QueueOptions::new(connection.clone())).await?;
-    let processor = {
-        let clocks = clocks.clone();
-        move |job: Job, _ctx: JobContext| {
-            if let Some(ms) = clocks.since_added(&job) {
-                lock(&clocks.active_ms).push(ms);
-            }
-            async move { Ok(json!({"ok": true})) }
-        }
-    };
-    let callbacks = {
-        let clocks = clocks.clone();
-        WorkerCallbacks::new().on_completed(move |job, _| {
-            if let Some(ms) = clocks.since_added(job) {
-                lock(&clocks.completed_ms).push(ms);
-            }
-        })
-    };
     let args = WorkerArgs::connect(
         connection,
         &name,
-        processor,
+        clocks.processor(),
         worker_options(scenario.concurrency),
     )
     .await?
-    .callbacks(callbacks);
+    .callbacks(clocks.callbacks());
     let worker = Worker::spawn(args).await?;
     // Let the worker reach its blocking wait before the first add.
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let cpu_before = redis_stats::server_cpu_seconds(admin).await?;
     let client_before = process_cpu::cpu_seconds();
-    let started = Instant::now();
-    let interval = Duration::from_nanos(1_000_000_000 / scenario.rate.max(1));
-    for i in 0..total {
-        // Paced against the start, so one late tick does not lower the rate.
-        let due = started + interval * u32::try_from(i).unwrap_or(u32::MAX);
-        tokio::time::sleep_until(due.into()).await;
-        let now = u64::try_from(clocks.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        clocks.added_ns[i as usize].store(now, Ordering::Release);
-        let queue = queue.clone();
-        tokio::spawn(async move {
-            let opts = JobOptions::default().job_id(format!("lat-{i}"));
-            if let Err(error) = queue.add_job("bench", json!({"index": i}), opts).await {
-                eprintln!("latency: add failed: {error}");
-            }
-        });
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut peak_rss = rss_mb();
-    while (lock(&clocks.completed_ms).len() as u64) < total {
-        ensure!(
-            Instant::now() < deadline,
-            "latency: not every job completed"
-        );
-        peak_rss = crate::worker::peak(peak_rss, rss_mb());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let seconds = started.elapsed().as_secs_f64();
+    let (seconds, peak_rss) = clocks
+        .pace_adds_and_wait(&queue, scenario.rate, total, Duration::from_secs(60))
+        .await?;
     let client_cpu_s = process_cpu::cpu_seconds()
         .zip(client_before)
         .map(|(after, before)| after - before);
@@ -202,14 +236,9 @@ async fn run_ours(
     .redis_cpu(redis_cpu);
     m.client_cpu_s = client_cpu_s;
     m.rss_mb = peak_rss;
-    let mut active = std::mem::take(&mut *lock(&clocks.active_ms));
-    let mut completed = std::mem::take(&mut *lock(&clocks.completed_ms));
-    m.active_p50_ms = quantile(&mut active, 0.5);
-    m.active_p99_ms = quantile(&mut active, 0.99);
-    m.active_p999_ms = quantile(&mut active, 0.999);
-    m.completed_p50_ms = quantile(&mut completed, 0.5);
-    m.completed_p99_ms = quantile(&mut completed, 0.99);
-    m.completed_p999_ms = quantile(&mut completed, 0.999);
+    let (active, completed) = clocks.percentiles();
+    [m.active_p50_ms, m.active_p99_ms, m.active_p999_ms] = active;
+    [m.completed_p50_ms, m.completed_p99_ms, m.completed_p999_ms] = completed;
     if let Some(url) = check_with_node {
         m.compat_checked = Some(crate::worker::check_completed_by_node(&queue, &name, url).await?);
     }

@@ -8,6 +8,7 @@
 //! cargo run --release -p bullmq-bench -- memory --inflight 10000
 //! cargo run --release -p bullmq-bench -- redis-limit --jobs 100000
 //! cargo run --release -p bullmq-bench -- flow --children 10000
+//! cargo run --release -p bullmq-bench -- postgres       # ours and Node's PostgreSQL backend
 //! cargo run --release -p bullmq-bench -- all            # everything; writes docs/benchmarks.md
 //! ```
 //!
@@ -31,6 +32,9 @@ mod latency;
 mod memory;
 mod node;
 mod official;
+mod pg_report;
+mod pg_server;
+mod postgres;
 mod process_cpu;
 mod producer;
 mod redis_limit;
@@ -56,6 +60,14 @@ struct Cli {
         global = true
     )]
     redis_url: String,
+    /// PostgreSQL to benchmark against (the `postgres` group).
+    #[arg(
+        long,
+        env = "PG_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/test",
+        global = true
+    )]
+    pg_url: String,
     /// Skip the Node BullMQ side (it needs `npm ci` in integration-tests/node).
     #[arg(long, global = true)]
     skip_node: bool,
@@ -151,6 +163,31 @@ enum Benchmark {
         #[arg(long, default_value_t = 10_000)]
         children: u64,
     },
+    /// Ours and Node BullMQ's PostgreSQL backend on the same server (`--pg-url`), next to the
+    /// server's commit-rate floor; replaces the "PostgreSQL" section of `docs/benchmarks.md`.
+    Postgres {
+        /// Scale every job count by this factor (0.1 for a quick smoke run).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Jobs/s of the latency scenarios (comma-separated, one scenario each).
+        #[arg(long, value_delimiter = ',', default_value = "50,200")]
+        rates: Vec<u64>,
+        /// Seconds each latency scenario adds for.
+        #[arg(long, default_value_t = 10)]
+        latency_seconds: u64,
+        /// Worker concurrency in the latency scenarios.
+        #[arg(long, default_value_t = 50)]
+        latency_concurrency: usize,
+        /// Seconds of each commit-floor loop.
+        #[arg(long, default_value_t = 3.0)]
+        floor_seconds: f64,
+        /// The document whose "PostgreSQL" section is replaced (appended when it has none).
+        #[arg(long, default_value = "docs/benchmarks.md")]
+        output: std::path::PathBuf,
+        /// Print the section only; write nothing.
+        #[arg(long)]
+        no_write: bool,
+    },
     /// Every scenario, ours and Node's; writes `docs/benchmarks.md`.
     All {
         /// Where to write the report.
@@ -188,6 +225,34 @@ async fn run(cli: Cli) -> Result<()> {
     let with_node = !cli.skip_node && node::available();
     if !cli.skip_node && !with_node {
         eprintln!("node or the oracle package is missing (npm ci in integration-tests/node): Node side skipped");
+    }
+    // PostgreSQL only: no Redis, no official side (the port has no PostgreSQL backend).
+    if let Benchmark::Postgres {
+        scale,
+        rates,
+        latency_seconds,
+        latency_concurrency,
+        floor_seconds,
+        output,
+        no_write,
+    } = &cli.benchmark
+    {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let config = postgres::PgBenchConfig {
+            url: cli.pg_url.clone(),
+            node: with_node,
+            scale: *scale,
+            rates: rates.clone(),
+            latency_seconds: *latency_seconds,
+            latency_concurrency: *latency_concurrency,
+            floor_seconds: *floor_seconds,
+            output: (!no_write).then(|| output.clone()),
+            command: format!("cargo run --release -p bullmq-bench -- {}", args.join(" ")),
+        };
+        let section = postgres::run(&config).await?;
+        println!();
+        print!("{section}");
+        return Ok(());
     }
     // Only these scenarios have an official side; the others need not wait for its build.
     let wants_official = !cli.skip_official
@@ -273,6 +338,7 @@ async fn run(cli: Cli) -> Result<()> {
         Benchmark::All { output, scale } => {
             all::run(&connection, &admin, sides, url, &output, scale).await?
         }
+        Benchmark::Postgres { .. } => unreachable!("handled before connecting to Redis"),
     };
     println!();
     print!("{table}");

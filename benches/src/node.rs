@@ -22,12 +22,27 @@ pub(crate) fn available() -> bool {
     node && oracle.exists()
 }
 
-/// Runs `node {script} {arg}` and parses the JSON it prints.
+/// `integration-tests/node`, the oracle's own scripts (Node's PostgreSQL migrator, read-backs).
+fn oracle_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../integration-tests/node")
+}
+
+/// Runs `node {script} {arg}` (a `benches/node` script) and parses the JSON it prints.
 pub(crate) async fn run(script: &str, arg: &Value, redis_url: &str) -> Result<Value> {
+    run_in(node_dir(), script, arg, redis_url).await
+}
+
+/// Runs one of the oracle's scripts in `integration-tests/node` (`pg_migrate.js`,
+/// `read_jobs.js`, …: they take the same single JSON argument) and parses its JSON.
+pub(crate) async fn run_oracle(script: &str, arg: &Value) -> Result<Value> {
+    run_in(oracle_dir(), script, arg, "redis://127.0.0.1:6379").await
+}
+
+async fn run_in(dir: PathBuf, script: &str, arg: &Value, redis_url: &str) -> Result<Value> {
     let output = tokio::process::Command::new("node")
         .arg(script)
         .arg(arg.to_string())
-        .current_dir(node_dir())
+        .current_dir(dir)
         .env("REDIS_URL", redis_url)
         .kill_on_drop(true)
         .output()

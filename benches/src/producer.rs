@@ -35,11 +35,14 @@ pub(crate) struct ProducerConfig {
     pub(crate) sides: Sides,
 }
 
-/// One scenario of the producer benchmark.
+/// One scenario of the producer benchmark (also the PostgreSQL group's).
 #[derive(Debug, Clone, Copy)]
-enum Scenario {
+pub(crate) enum Scenario {
+    /// One `add` at a time.
     Sequential,
+    /// This many `add`s in flight.
     Concurrent(usize),
+    /// `add_bulk` in batches of this size.
     Bulk(usize),
 }
 
@@ -51,7 +54,8 @@ impl Scenario {
         Scenario::Bulk(1000),
     ];
 
-    fn name(self) -> String {
+    /// The scenario's name in the JSON lines and tables.
+    pub(crate) fn name(self) -> String {
         match self {
             Scenario::Sequential => "add".into(),
             Scenario::Concurrent(n) => format!("add_concurrent_{n}"),
@@ -60,7 +64,7 @@ impl Scenario {
     }
 
     /// Arguments of `benches/node/producer.js` (and the official binary) for the scenario.
-    fn node_args(self, queue: &str, jobs: u64) -> Value {
+    pub(crate) fn node_args(self, queue: &str, jobs: u64) -> Value {
         match self {
             Scenario::Sequential => json!({"queue": queue, "jobs": jobs, "mode": "add"}),
             Scenario::Concurrent(n) => {
@@ -138,7 +142,7 @@ pub(crate) async fn run(config: &ProducerConfig) -> Result<Vec<Measurement>> {
 
 /// Adds `jobs` jobs the scenario's way; returns the duration of each `add` call in ms for the
 /// one-by-one and concurrent scenarios (empty for bulk).
-async fn add_jobs(queue: &Queue, scenario: Scenario, jobs: u64) -> Result<Vec<f64>> {
+pub(crate) async fn add_jobs(queue: &Queue, scenario: Scenario, jobs: u64) -> Result<Vec<f64>> {
     let mut latencies = Vec::new();
     match scenario {
         Scenario::Sequential => {
