@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 
 use crate::capability::{unsupported, BackendName, Capabilities, Capability};
 use crate::error::BackendResult;
@@ -27,7 +27,8 @@ pub struct WorkerStoreOptions {
 /// A storage backend: opens the stores of a queue. Cloned (through `Arc`) into every
 /// supervised worker, so a restarted worker opens fresh stores from it.
 ///
-/// Every store a backend opens serves one queue, named by its [`QueueKeys`] (prefix and name).
+/// Every store a backend opens serves one queue, named by its [`QueueId`] (namespace and name;
+/// the Redis backend makes its key names from it).
 ///
 /// Required: [`BackendName::backend_name`] and the four stores of a queue. Optional:
 /// [`Backend::flow_store`] ([`Capability::Flows`]) and [`Backend::list_queues`]
@@ -38,20 +39,20 @@ pub struct WorkerStoreOptions {
 #[allow(unused_variables)] // the default bodies decline without reading their arguments
 pub trait Backend: BackendName + std::fmt::Debug {
     /// Opens the producer/admin store of `queue`.
-    async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>>;
+    async fn queue_store(&self, queue: &QueueId) -> BackendResult<Arc<dyn QueueStore>>;
 
     /// Opens the store of one worker of `queue`.
     async fn worker_store(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         options: &WorkerStoreOptions,
     ) -> BackendResult<Arc<dyn WorkerStore>>;
 
     /// Opens a reader of `queue`'s event log.
-    async fn event_stream(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventStream>>;
+    async fn event_stream(&self, queue: &QueueId) -> BackendResult<Arc<dyn EventStream>>;
 
     /// Opens a publisher into `queue`'s event log.
-    async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>>;
+    async fn event_publisher(&self, queue: &QueueId) -> BackendResult<Arc<dyn EventPublisher>>;
 
     /// Opens a store that adds and reads flows across every queue of this backend (each call
     /// names the queues it touches). Declined ([`Capability::Flows`]) by default.
@@ -59,9 +60,9 @@ pub trait Backend: BackendName + std::fmt::Debug {
         unsupported(self, Capability::Flows)
     }
 
-    /// The names of the queues under `namespace` (the Redis backend: the key prefix), sorted,
+    /// The queues under `namespace` (the Redis backend: the key prefix), sorted by name,
     /// whoever created them. Declined ([`Capability::QueueDiscovery`]) by default.
-    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
+    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<QueueId>> {
         unsupported(self, Capability::QueueDiscovery)
     }
 

@@ -23,6 +23,7 @@
 //! [`Backend::capabilities`] says which capabilities a backend offers (see [`capability`] for
 //! the core and the groups).
 //!
+//! Queues are named by [`QueueId`] (namespace and name), never by a backend's key names.
 //! Values cross the seam as job records ([`JobRecord`]), not as a backend's encoding;
 //! optimisations a backend makes (the Redis backend's hints to its scripts, its lock-token
 //! sequences) stay inside it, carried opaquely as a [`Receipt`] where the worker must hand
@@ -55,7 +56,7 @@ pub mod memory;
 use std::sync::Arc;
 
 pub use backend::{Backend, WorkerStoreOptions};
-pub use bullmq_protocol::JobRecord;
+pub use bullmq_protocol::{JobRecord, QueueId};
 pub use capability::{BackendName, Capabilities, Capability};
 pub use error::{BackendError, BackendResult, BoxError};
 pub use events::{EventEntry, EventPublisher, EventStream};

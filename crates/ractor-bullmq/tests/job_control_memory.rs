@@ -9,8 +9,8 @@ use bullmq_backend::memory::MemoryBackend;
 use bullmq_backend::{
     Backend, FetchRequest, FinishAction, FinishCode, Retention, WorkerStoreOptions,
 };
-use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::state::JobState;
+use bullmq_protocol::QueueId;
 use ractor_bullmq::{ObliterateOptions, Queue, QueueError, QueueOptions, RetryFrom};
 
 const LOCK: Duration = Duration::from_secs(30);
@@ -27,7 +27,7 @@ async fn retry_and_promote_loop_over_batches_and_count_every_job() {
     let queue = open(&backend, "bulk-memory").await;
     let worker = backend
         .worker_store(
-            &QueueKeys::new("bull", "bulk-memory"),
+            &QueueId::new("bull", "bulk-memory"),
             &WorkerStoreOptions::default(),
         )
         .await
@@ -139,7 +139,7 @@ async fn extend_lock_refusals_are_typed() {
     let queue = open(&backend, "lock-memory").await;
     let worker = backend
         .worker_store(
-            &QueueKeys::new("bull", "lock-memory"),
+            &QueueId::new("bull", "lock-memory"),
             &WorkerStoreOptions::default(),
         )
         .await

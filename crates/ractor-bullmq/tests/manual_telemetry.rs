@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bullmq_backend::memory::MemoryBackend;
 use bullmq_backend::{AddResult, Backend, NewJob};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 use ractor_bullmq::telemetry::testing::CapturedEvents;
 use ractor_bullmq::worker::ManualWorker;
 use ractor_bullmq::WorkerOptions;
@@ -16,8 +16,8 @@ use serde_json::json;
 #[tokio::test]
 async fn finishes_and_refusals_are_reported_as_the_workers() {
     let backend = MemoryBackend::new();
-    let keys = QueueKeys::new("bull", "manual-telemetry");
-    let queue = backend.queue_store(&keys).await.unwrap();
+    let queue_id = QueueId::new("bull", "manual-telemetry");
+    let queue = backend.queue_store(&queue_id).await.unwrap();
     for opts in ["{}", r#"{"attempts":2}"#] {
         let job = NewJob::new("job", "{}", opts, bullmq_backend::now_ms());
         assert!(matches!(queue.add(&job).await.unwrap(), AddResult::Id(_)));
@@ -25,7 +25,7 @@ async fn finishes_and_refusals_are_reported_as_the_workers() {
     let options = WorkerOptions::new()
         .name("by-hand")
         .drain_delay(Duration::from_millis(50));
-    let worker = ManualWorker::open(&backend, keys.name(), options)
+    let worker = ManualWorker::open(&backend, queue_id.name(), options)
         .await
         .unwrap();
     let capture = CapturedEvents::new();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bullmq_backend::memory::MemoryBackend;
 use bullmq_backend::{Backend, EventStream, JobEnd};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 use ractor::ActorRef;
 use ractor_bullmq::telemetry::event_names as ev;
 use ractor_bullmq::telemetry::testing::CapturedEvents;
@@ -83,7 +83,7 @@ async fn a_step_job_waits_for_its_children_and_completes_with_their_values() {
     let telemetry = CapturedEvents::new();
     let _t = telemetry.set_default();
     let backend = MemoryBackend::new();
-    let keys = QueueKeys::new("bull", "steps");
+    let keys = QueueId::new("bull", "steps");
     let queue = Queue::with_backend("steps", &backend, QueueOptions::default())
         .await
         .unwrap();

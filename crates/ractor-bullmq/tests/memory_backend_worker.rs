@@ -131,7 +131,7 @@ async fn recovers_a_job_whose_worker_died() {
     // A worker takes the job and dies: its lock expires unrenewed.
     let dead = f
         .backend
-        .worker_store(&f.keys, &WorkerStoreOptions::default())
+        .worker_store(&f.id, &WorkerStoreOptions::default())
         .await
         .unwrap();
     let taken = dead

@@ -273,7 +273,7 @@ async fn the_catalogue_lists_exactly_the_spans_and_metrics_emitted() {
     let queue = Queue::with_backend("catalogue", &backend, QueueOptions::default())
         .await
         .expect("queue");
-    let keys = queue.keys().clone();
+    let keys = queue.id();
     let worker_store = Traced(
         backend
             .worker_store(&keys, &WorkerStoreOptions::default())

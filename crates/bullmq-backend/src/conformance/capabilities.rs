@@ -125,7 +125,7 @@ pub async fn list_workers_finds_open_worker_stores(backend: Arc<dyn Backend>, qu
         ..WorkerStoreOptions::default()
     };
     let named = backend
-        .worker_store(&ctx.keys, &options)
+        .worker_store(&ctx.id, &options)
         .await
         .expect("open a named worker store");
     let listed = ctx.queue.list_workers().await.expect("list workers");
@@ -149,7 +149,7 @@ pub async fn list_workers_finds_open_worker_stores(backend: Arc<dyn Backend>, qu
     );
     let other = super::unique_queue_name("list-workers-other");
     let other = backend
-        .queue_store(&bullmq_protocol::keys::QueueKeys::new("bull", other))
+        .queue_store(&crate::QueueId::new("bull", other))
         .await
         .expect("open another queue");
     assert!(
@@ -184,7 +184,9 @@ pub async fn list_queues_finds_a_queue_with_jobs(backend: Arc<dyn Backend>, queu
     ctx.add("discovered", "{}").await;
     let names = backend.list_queues("bull").await.expect("list queues");
     assert!(
-        names.iter().any(|n| n == queue),
+        names
+            .iter()
+            .any(|n| n.name() == queue && n.namespace() == "bull"),
         "{queue} is listed under bull: {names:?}"
     );
     let sorted = {
@@ -198,7 +200,7 @@ pub async fn list_queues_finds_a_queue_with_jobs(backend: Arc<dyn Backend>, queu
         .await
         .expect("list queues");
     assert!(
-        !elsewhere.iter().any(|n| n == queue),
+        !elsewhere.iter().any(|n| n.name() == queue),
         "not listed under another namespace: {elsewhere:?}"
     );
     ctx.close().await;

@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::state::JobState;
 use bullmq_protocol::JobRecord;
+use bullmq_protocol::QueueId;
 
 use crate::{
     Backend, EventStream, FetchRequest, FetchedJob, Finish, FinishAction, NewJob, QueueStore,
@@ -46,15 +46,15 @@ struct Side {
 
 impl Side {
     async fn open(backend: &Arc<dyn Backend>, queue: &str) -> Self {
-        let keys = QueueKeys::new("bull", queue);
+        let id = QueueId::new("bull", queue);
         Self {
-            base: keys.base().to_owned(),
-            queue: backend.queue_store(&keys).await.expect("queue store"),
+            base: id.keys().base().to_owned(),
+            queue: backend.queue_store(&id).await.expect("queue store"),
             worker: backend
-                .worker_store(&keys, &WorkerStoreOptions::default())
+                .worker_store(&id, &WorkerStoreOptions::default())
                 .await
                 .expect("worker store"),
-            events: backend.event_stream(&keys).await.expect("event stream"),
+            events: backend.event_stream(&id).await.expect("event stream"),
             held: Vec::new(),
         }
     }

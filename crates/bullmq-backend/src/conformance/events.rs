@@ -89,7 +89,7 @@ pub async fn event_log_trimmed_to_max_len(backend: Arc<dyn Backend>, queue: &str
 /// A published event lands in the log with its fields in order.
 pub async fn publish_custom_event(backend: Arc<dyn Backend>, queue: &str) {
     let c = Ctx::new(backend.clone(), queue).await;
-    let publisher = backend.event_publisher(&c.keys).await.unwrap();
+    let publisher = backend.event_publisher(&c.id).await.unwrap();
     let fields = vec![
         ("event".to_owned(), "custom".to_owned()),
         ("k".to_owned(), "v".to_owned()),

@@ -49,7 +49,7 @@ use bullmq_protocol::state::JobState;
 
 use crate::{
     AddResult, Backend, EventEntry, EventStream, FetchRequest, Fetched, FetchedJob, Finish,
-    FinishAction, FinishCode, NewJob, QueueStore, Receipt, Retention, WorkerStore,
+    FinishAction, FinishCode, NewJob, QueueId, QueueStore, Receipt, Retention, WorkerStore,
     WorkerStoreOptions,
 };
 
@@ -218,6 +218,9 @@ pub fn unique_queue_name(case: &str) -> String {
 
 /// The stores of one queue under test.
 pub(crate) struct Ctx {
+    pub(crate) id: QueueId,
+    /// The Redis key names of the queue, for the cases that still assert on them (job keys of
+    /// flow children).
     pub(crate) keys: QueueKeys,
     pub(crate) queue: Arc<dyn QueueStore>,
     pub(crate) worker: Arc<dyn WorkerStore>,
@@ -237,18 +240,16 @@ impl Ctx {
         queue: &str,
         options: WorkerStoreOptions,
     ) -> Self {
-        let keys = QueueKeys::new("bull", queue);
-        let store = backend.queue_store(&keys).await.expect("open queue store");
+        let id = QueueId::new("bull", queue);
+        let store = backend.queue_store(&id).await.expect("open queue store");
         let worker = backend
-            .worker_store(&keys, &options)
+            .worker_store(&id, &options)
             .await
             .expect("open worker store");
-        let events = backend
-            .event_stream(&keys)
-            .await
-            .expect("open event stream");
+        let events = backend.event_stream(&id).await.expect("open event stream");
         Self {
-            keys,
+            keys: id.keys(),
+            id,
             queue: store,
             worker,
             events,

@@ -55,11 +55,10 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! use bullmq_backend::memory::MemoryBackend;
 //! use bullmq_backend::{AddResult, Backend, NewJob};
-//! use bullmq_protocol::keys::QueueKeys;
-//! use bullmq_protocol::JobState;
+//! use bullmq_protocol::{JobState, QueueId};
 //!
 //! let backend = MemoryBackend::new();
-//! let queue = backend.queue_store(&QueueKeys::new("bull", "emails")).await.unwrap();
+//! let queue = backend.queue_store(&QueueId::new("bull", "emails")).await.unwrap();
 //! let added = queue.add(&NewJob::new("send", "{}", "{}", bullmq_backend::now_ms())).await.unwrap();
 //! assert_eq!(added, AddResult::Id("1".into()));
 //! assert_eq!(queue.get_state("1").await.unwrap(), JobState::Waiting);
@@ -91,7 +90,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 
 use crate::backend::{Backend, WorkerStoreOptions};
 use crate::capability::{BackendName, Capabilities};
@@ -171,7 +170,8 @@ pub(crate) const NAME: &str = "memory";
 
 #[async_trait]
 impl Backend for MemoryBackend {
-    async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>> {
+    async fn queue_store(&self, queue: &QueueId) -> BackendResult<Arc<dyn QueueStore>> {
+        let queue = &queue.keys();
         Ok(Arc::new(stores::MemoryQueueStore {
             world: self.world.clone(),
             base: queue.base().to_owned(),
@@ -182,17 +182,18 @@ impl Backend for MemoryBackend {
 
     async fn worker_store(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         options: &WorkerStoreOptions,
     ) -> BackendResult<Arc<dyn WorkerStore>> {
         Ok(Arc::new(stores::MemoryWorkerStore::new(
             self.world.clone(),
-            queue,
+            &queue.keys(),
             options.clone(),
         )))
     }
 
-    async fn event_stream(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventStream>> {
+    async fn event_stream(&self, queue: &QueueId) -> BackendResult<Arc<dyn EventStream>> {
+        let queue = &queue.keys();
         Ok(Arc::new(events::MemoryEventStream {
             world: self.world.clone(),
             base: queue.base().to_owned(),
@@ -200,7 +201,8 @@ impl Backend for MemoryBackend {
         }))
     }
 
-    async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>> {
+    async fn event_publisher(&self, queue: &QueueId) -> BackendResult<Arc<dyn EventPublisher>> {
+        let queue = &queue.keys();
         Ok(Arc::new(events::MemoryEventPublisher {
             world: self.world.clone(),
             base: queue.base().to_owned(),
@@ -215,14 +217,16 @@ impl Backend for MemoryBackend {
         }))
     }
 
-    /// The queues this backend holds under `namespace` (see [`MemoryBackend::queue_names`]).
-    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
+    /// The queues this backend holds under `namespace` (see [`MemoryBackend::queue_names`]):
+    /// those whose qualified name starts with `{namespace}:` (as Redis' `SCAN`, so namespace
+    /// `a` also lists queue `b:c` of namespace `a:b`).
+    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<QueueId>> {
         let head = format!("{namespace}:");
         Ok(self
             .queue_names()
             .iter()
             .filter_map(|name| name.strip_prefix(&head))
-            .map(str::to_owned)
+            .map(|name| QueueId::new(namespace, name))
             .collect())
     }
 

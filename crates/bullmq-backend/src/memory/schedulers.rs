@@ -496,9 +496,9 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use bullmq_protocol::keys::QueueKeys;
     use bullmq_protocol::scheduler::{iteration_job_id, plan_upsert, Repeat, SchedulerTemplate};
     use bullmq_protocol::state::JobState;
+    use bullmq_protocol::QueueId;
 
     use super::lua_tonumber;
     use crate::memory::MemoryBackend;
@@ -514,7 +514,7 @@ mod tests {
         let clock = Arc::new(AtomicU64::new(T0));
         let read = clock.clone();
         let backend = MemoryBackend::with_clock(Arc::new(move || read.load(Ordering::SeqCst)));
-        let keys = QueueKeys::new("bull", "q");
+        let keys = QueueId::new("bull", "q");
         let queue = backend.queue_store(&keys).await.unwrap();
         let worker = backend
             .worker_store(&keys, &WorkerStoreOptions::default())

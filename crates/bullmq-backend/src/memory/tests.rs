@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::state::JobState;
+use bullmq_protocol::QueueId;
 
 use super::MemoryBackend;
 use crate::{
@@ -28,7 +28,7 @@ impl Fixture {
         let clock = Arc::new(AtomicU64::new(T0));
         let read = clock.clone();
         let backend = MemoryBackend::with_clock(Arc::new(move || read.load(Ordering::SeqCst)));
-        let keys = QueueKeys::new("bull", "q");
+        let keys = QueueId::new("bull", "q");
         let queue = backend.queue_store(&keys).await.unwrap();
         let worker = backend
             .worker_store(&keys, &WorkerStoreOptions::default())
@@ -222,12 +222,9 @@ async fn global_concurrency_from_meta_caps_active_jobs() {
 async fn clones_share_queues_and_prefixes_separate_them() {
     let f = Fixture::new().await;
     let clone = f.backend.clone();
-    let same = clone
-        .queue_store(&QueueKeys::new("bull", "q"))
-        .await
-        .unwrap();
+    let same = clone.queue_store(&QueueId::new("bull", "q")).await.unwrap();
     let other = clone
-        .queue_store(&QueueKeys::new("other", "q"))
+        .queue_store(&QueueId::new("other", "q"))
         .await
         .unwrap();
     f.add("{}").await;
@@ -259,7 +256,7 @@ async fn closed_stores_refuse_calls() {
 #[tokio::test]
 async fn wait_for_job_wakes_when_a_delayed_job_is_due() {
     let backend = MemoryBackend::new();
-    let keys = QueueKeys::new("bull", "d");
+    let keys = QueueId::new("bull", "d");
     let queue = backend.queue_store(&keys).await.unwrap();
     let worker = backend
         .worker_store(&keys, &WorkerStoreOptions::default())

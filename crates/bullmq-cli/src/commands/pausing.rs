@@ -90,7 +90,7 @@ async fn set_all(ctx: &Context, paused: bool) -> Result<Vec<String>> {
         .with_context(|| format!("cannot connect to Redis at {target}"))?;
     let outcome = async {
         let backend = bullmq_redis::RedisBackend::new(config.clone());
-        let names = bullmq_backend::Backend::list_queues(&backend, &ctx.prefix)
+        let names = super::queue_lookup::queue_names(&backend, &ctx.prefix)
             .await
             .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
         for (done, name) in names.iter().enumerate() {

@@ -47,12 +47,27 @@ pub(crate) async fn ensure_exists(
     }
     // The suggestions are a courtesy: a failed (or declined) discovery still reports the
     // missing queue.
-    let known = backend.list_queues(keys.prefix()).await.unwrap_or_default();
+    let known = queue_names(backend, keys.prefix())
+        .await
+        .unwrap_or_default();
     Err(Exit::not_found(missing_message(
         keys.name(),
         keys.prefix(),
         &known,
     )))
+}
+
+/// The names of the queues `backend` finds under `prefix` (its queue discovery), sorted.
+///
+/// # Errors
+///
+/// The backend failed or declines queue discovery.
+pub(crate) async fn queue_names(
+    backend: &dyn Backend,
+    prefix: &str,
+) -> Result<Vec<String>, bullmq_backend::BackendError> {
+    let ids = backend.list_queues(prefix).await?;
+    Ok(ids.into_iter().map(|id| id.name().to_owned()).collect())
 }
 
 /// `no queue "emials" under prefix "bull" (did you mean "emails"?)`, or the queues there are

@@ -2,7 +2,6 @@
 //! state, paused flag and worker count.
 
 use anyhow::{Context as _, Result};
-use bullmq_backend::Backend as _;
 use bullmq_protocol::state::JobState;
 use bullmq_redis::fred::prelude::ClientLike;
 use clap::Args;
@@ -86,8 +85,7 @@ async fn summarise(
     client: &bullmq_redis::fred::prelude::Client,
 ) -> Result<Vec<QueueSummary>> {
     let backend = bullmq_redis::RedisBackend::new(config.clone());
-    let names = backend
-        .list_queues(&ctx.prefix)
+    let names = super::queue_lookup::queue_names(&backend, &ctx.prefix)
         .await
         .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
     // Without worker listing (CLIENT LIST refused) the counts are still worth showing; only

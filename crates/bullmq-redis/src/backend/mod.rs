@@ -1,5 +1,8 @@
 //! [`RedisBackend`]: the [`bullmq_backend`] seam over Redis, in exactly Node BullMQ's layout.
 //!
+//! A queue's [`QueueId`] becomes its [`QueueKeys`](bullmq_protocol::keys::QueueKeys) here
+//! (prefix = namespace): callers of the seam name queues, the stores work on key names.
+//!
 //! Each store owns its connections (closed by its `close` or when its last clone is dropped):
 //! a [`RedisQueueStore`] one command connection (plus one to a replica with replica reads), a
 //! [`RedisWorkerStore`] a command and a blocking one, a [`RedisEventStream`] one blocking
@@ -20,7 +23,7 @@ use bullmq_backend::{
     Backend, BackendError, BackendName, BackendResult, Capabilities, EventPublisher, EventStream,
     FlowStore, QueueStore, WorkerStore, WorkerStoreOptions,
 };
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 
 pub use event_stream::{RedisEventPublisher, RedisEventStream};
 pub use flow_store::RedisFlowStore;
@@ -68,20 +71,20 @@ impl BackendName for RedisBackend {
 
 #[async_trait]
 impl Backend for RedisBackend {
-    async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>> {
+    async fn queue_store(&self, queue: &QueueId) -> BackendResult<Arc<dyn QueueStore>> {
         Ok(Arc::new(
-            RedisQueueStore::connect(&self.config, queue.clone()).await?,
+            RedisQueueStore::connect(&self.config, queue.keys()).await?,
         ))
     }
 
     async fn worker_store(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         options: &WorkerStoreOptions,
     ) -> BackendResult<Arc<dyn WorkerStore>> {
         let store = RedisWorkerStore::connect(
             &self.config,
-            queue.prefix(),
+            queue.namespace(),
             queue.name(),
             options.worker_name.as_deref(),
         )
@@ -90,15 +93,15 @@ impl Backend for RedisBackend {
         Ok(Arc::new(store))
     }
 
-    async fn event_stream(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventStream>> {
+    async fn event_stream(&self, queue: &QueueId) -> BackendResult<Arc<dyn EventStream>> {
         Ok(Arc::new(
-            RedisEventStream::connect(&self.config, queue).await?,
+            RedisEventStream::connect(&self.config, &queue.keys()).await?,
         ))
     }
 
-    async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>> {
+    async fn event_publisher(&self, queue: &QueueId) -> BackendResult<Arc<dyn EventPublisher>> {
         Ok(Arc::new(
-            RedisEventPublisher::connect(&self.config, queue).await?,
+            RedisEventPublisher::connect(&self.config, &queue.keys()).await?,
         ))
     }
 
@@ -108,12 +111,15 @@ impl Backend for RedisBackend {
 
     /// `SCAN` for the queues' marker keys under the prefix `namespace`, on a connection of its
     /// own closed afterwards ([`crate::queue::discover_queues`]).
-    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
+    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<QueueId>> {
         use fred::prelude::ClientLike as _;
         let client = self.config.connect(None).await?;
         let names = crate::queue::discover_queues(&client, namespace).await;
         let _ = client.quit().await;
-        Ok(names?)
+        Ok(names?
+            .into_iter()
+            .map(|name| QueueId::new(namespace, name))
+            .collect())
     }
 
     /// Everything: the Redis backend implements the whole seam.

@@ -88,9 +88,14 @@ impl QueueEventsOptions {
         }
     }
 
-    /// The queue's keys (prefix and name).
+    /// The queue's Redis keys (prefix and name), for Redis-only tools.
     pub fn keys(&self) -> QueueKeys {
         QueueKeys::new(self.prefix.clone(), self.queue.clone())
+    }
+
+    /// The queue read, as the backend seam names it (namespace = [`prefix`](Self::prefix)).
+    pub fn id(&self) -> bullmq_protocol::QueueId {
+        bullmq_protocol::QueueId::new(self.prefix.clone(), self.queue.clone())
     }
 
     /// Sets [`prefix`](Self::prefix).

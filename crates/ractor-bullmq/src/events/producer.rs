@@ -1,6 +1,7 @@
 //! Publishing custom events on a queue's events stream, as Node's `QueueEventsProducer` does.
 
 use bullmq_protocol::keys::{QueueKeys, DEFAULT_PREFIX};
+use bullmq_protocol::QueueId;
 use std::sync::Arc;
 
 use bullmq_backend::{Backend, EventPublisher};
@@ -57,7 +58,7 @@ impl QueueEventsProducer {
     ) -> Result<Self, QueueEventsError> {
         let keys = QueueKeys::new(prefix.unwrap_or(DEFAULT_PREFIX), queue);
         Ok(Self {
-            publisher: backend.event_publisher(&keys).await?,
+            publisher: backend.event_publisher(&QueueId::from(&keys)).await?,
             key: format!("{}events", keys.base()),
         })
     }

@@ -169,7 +169,7 @@ impl Actor for QueueEvents {
 /// start do, instead of a reader retrying in the background from the first attempt. The
 /// reader opens its own connection (it must be able to reconnect on its own anyway).
 pub(crate) async fn probe_connection(options: &QueueEventsOptions) -> Result<(), QueueEventsError> {
-    let stream = options.open_backend().event_stream(&options.keys()).await?;
+    let stream = options.open_backend().event_stream(&options.id()).await?;
     stream.close().await;
     Ok(())
 }
@@ -178,7 +178,7 @@ fn start_reading(myself: &ActorRef<QueueEventsMsg>, state: &mut QueueEventsState
     let options = &state.args.options;
     let settings = ReaderSettings {
         backend: options.open_backend(),
-        keys: options.keys(),
+        queue_id: options.id(),
         block_timeout: options.block_timeout,
         subscriber_buffer: options.subscriber_buffer,
         queue: options.queue.clone(),

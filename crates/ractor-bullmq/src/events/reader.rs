@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bullmq_backend::{Backend, ConnectionChange, EventStream};
 use bullmq_protocol::events::StreamEvent;
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 use ractor::rpc::CallResult;
 use ractor::ActorRef;
 use tokio::sync::broadcast::error::RecvError;
@@ -42,7 +42,7 @@ const READ_GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone)]
 pub(crate) struct ReaderSettings {
     pub(crate) backend: Arc<dyn Backend>,
-    pub(crate) keys: QueueKeys,
+    pub(crate) queue_id: QueueId,
     pub(crate) block_timeout: Duration,
     pub(crate) subscriber_buffer: usize,
     /// The queue's name, for reports.
@@ -162,7 +162,7 @@ async fn connect(
         }
         // Not raced against the cancellation: dropping a half-initialised client would leave
         // its reconnect loop running. `connect` is bounded by the connect timeout.
-        match settings.backend.event_stream(&settings.keys).await {
+        match settings.backend.event_stream(&settings.queue_id).await {
             Ok(client) => {
                 let mut guard = lock(slot);
                 if cancel.is_cancelled() {

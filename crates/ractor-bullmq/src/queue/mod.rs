@@ -42,6 +42,7 @@ use bullmq_backend::{Backend, QueueStore};
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::JobOptions;
 use bullmq_protocol::state::JobState;
+use bullmq_protocol::QueueId;
 use bullmq_redis::fred::prelude::Client;
 use bullmq_redis::RedisQueueStore;
 use serde::Serialize;
@@ -131,7 +132,7 @@ impl Queue {
     ) -> Result<Self> {
         let name = name.into();
         let keys = QueueKeys::new(options.prefix.clone(), name.clone());
-        let store = backend.queue_store(&keys).await?;
+        let store = backend.queue_store(&QueueId::from(&keys)).await?;
         Self::open(name, keys, store, None, options).await
     }
 
@@ -185,7 +186,13 @@ impl Queue {
         &self.inner.name
     }
 
-    /// The queue's Redis keys.
+    /// The queue as the backend seam names it: namespace (the prefix) and name.
+    pub fn id(&self) -> QueueId {
+        QueueId::from(&self.inner.keys)
+    }
+
+    /// The queue's Redis key names (the prefix and name of [`Queue::id`]), for Redis-only
+    /// tools; the backend seam takes [`Queue::id`].
     pub fn keys(&self) -> &QueueKeys {
         &self.inner.keys
     }

@@ -9,7 +9,6 @@ use bullmq_protocol::keys::DEFAULT_PREFIX;
 use bullmq_protocol::KeepJobs;
 
 use bullmq_backend::{Backend, WorkerStoreOptions};
-use bullmq_protocol::keys::QueueKeys;
 
 use super::errors::WorkerError;
 use super::{Job, JobRunner};
@@ -342,8 +341,8 @@ impl WorkerOptions {
         let mut store_options = WorkerStoreOptions::default();
         store_options.worker_name = self.name.clone();
         store_options.metrics_max_points = self.metrics_max_data_points;
-        let keys = QueueKeys::new(self.prefix.clone(), queue);
-        let store = backend.worker_store(&keys, &store_options).await?;
+        let queue = bullmq_protocol::QueueId::new(self.prefix.clone(), queue);
+        let store = backend.worker_store(&queue, &store_options).await?;
         Ok(Arc::new(Traced(store)))
     }
 

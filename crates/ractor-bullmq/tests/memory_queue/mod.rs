@@ -10,10 +10,12 @@ use std::sync::Arc;
 use bullmq_backend::memory::MemoryBackend;
 use bullmq_backend::{AddResult, Backend, EventStream, NewJob, QueueStore};
 use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 
-/// The backend, the queue's keys, and its queue store and event stream.
+/// The backend, the queue (and its Redis key names), and its queue store and event stream.
 pub(crate) struct Fixture {
     pub(crate) backend: MemoryBackend,
+    pub(crate) id: QueueId,
     pub(crate) keys: QueueKeys,
     pub(crate) queue: Arc<dyn QueueStore>,
     pub(crate) events: Arc<dyn EventStream>,
@@ -23,11 +25,13 @@ impl Fixture {
     /// Queue `name` under the `bull` prefix on a new backend.
     pub(crate) async fn new(name: &str) -> Self {
         let backend = MemoryBackend::new();
-        let keys = QueueKeys::new("bull", name);
-        let queue = backend.queue_store(&keys).await.unwrap();
-        let events = backend.event_stream(&keys).await.unwrap();
+        let id = QueueId::new("bull", name);
+        let keys = id.keys();
+        let queue = backend.queue_store(&id).await.unwrap();
+        let events = backend.event_stream(&id).await.unwrap();
         Self {
             backend,
+            id,
             keys,
             queue,
             events,
