@@ -48,6 +48,7 @@ use bullmq_backend::{
     Backend, BackendError, BackendName, BackendResult, Capabilities, EventPublisher, EventStream,
     FlowStore, QueueStore, WorkerStore, WorkerStoreOptions,
 };
+use bullmq_protocol::ids::QueueId;
 use bullmq_protocol::keys::QueueKeys;
 
 pub use config::{PgConfig, PgConfigError, SslMode, DEFAULT_SCHEMA};
@@ -128,16 +129,16 @@ impl PostgresBackend {
 
 #[async_trait]
 impl Backend for PostgresBackend {
-    async fn queue_store(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn QueueStore>> {
-        Ok(Arc::new(self.store_of(queue)?))
+    async fn queue_store(&self, queue: &QueueId) -> BackendResult<Arc<dyn QueueStore>> {
+        Ok(Arc::new(self.store_of(&queue.keys())?))
     }
 
     async fn worker_store(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         options: &WorkerStoreOptions,
     ) -> BackendResult<Arc<dyn WorkerStore>> {
-        let store = self.store_of(queue)?;
+        let store = self.store_of(&queue.keys())?;
         let name = store.queue.clone();
         // Node's Worker names its LISTEN session `<queue>` or `<queue>:w:<name>`.
         let session = match &options.worker_name {
@@ -153,8 +154,8 @@ impl Backend for PostgresBackend {
         )))
     }
 
-    async fn event_stream(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventStream>> {
-        let name = self.queue_of(queue)?;
+    async fn event_stream(&self, queue: &QueueId) -> BackendResult<Arc<dyn EventStream>> {
+        let name = self.queue_of(&queue.keys())?;
         let listener = Listener::start(self.db.clone(), name.clone(), format!("{name}:qe")).await?;
         Ok(Arc::new(PgEventStream::new(
             self.db.clone(),
@@ -163,10 +164,10 @@ impl Backend for PostgresBackend {
         )))
     }
 
-    async fn event_publisher(&self, queue: &QueueKeys) -> BackendResult<Arc<dyn EventPublisher>> {
+    async fn event_publisher(&self, queue: &QueueId) -> BackendResult<Arc<dyn EventPublisher>> {
         Ok(Arc::new(PgEventPublisher::new(
             self.db.clone(),
-            self.queue_of(queue)?,
+            self.queue_of(&queue.keys())?,
         )))
     }
 
@@ -176,7 +177,7 @@ impl Backend for PostgresBackend {
 
     /// The queues with jobs or meta in this schema (the namespace must be the default prefix
     /// or the schema's name).
-    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<String>> {
+    async fn list_queues(&self, namespace: &str) -> BackendResult<Vec<QueueId>> {
         if self.queue_of(&QueueKeys::new(namespace, "_")).is_err() {
             // No queue lives under another prefix here.
             return Ok(Vec::new());
@@ -189,7 +190,10 @@ impl Backend for PostgresBackend {
             )
             .await
             .map_err(PgError::sql("listing queues"))?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        Ok(rows
+            .iter()
+            .map(|r| QueueId::new(namespace, r.get::<_, String>(0)))
+            .collect())
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bullmq_backend::{Backend, NewJob};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_once_in_id_order_under_concurrent_late_commits() {
     let backend = common::backend().await;
     let schema = common::schema().await;
     let queue = format!("gap-{}", std::process::id());
-    let keys = QueueKeys::new("bull", &queue);
+    let keys = QueueId::new("bull", &queue);
     let stream = backend.event_stream(&keys).await.unwrap();
 
     // Late committers: each takes an event id, sleeps inside its transaction, then commits,

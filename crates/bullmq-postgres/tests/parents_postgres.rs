@@ -8,6 +8,7 @@ use bullmq_backend::{AddResult, Backend, NewJob, ParentLink, QueueStore};
 use bullmq_postgres::PgError;
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::JobState;
+use bullmq_protocol::QueueId;
 
 fn child(keys: &QueueKeys, id: &str, parent: &str) -> NewJob {
     let json = format!(
@@ -41,7 +42,10 @@ async fn a_child_of_another_parent_is_refused_and_a_bulk_that_meets_one_writes_n
     let backend = common::backend().await;
     let queue = bullmq_backend::conformance::unique_queue_name("parents");
     let keys = QueueKeys::new("bull", queue.as_str());
-    let store = backend.queue_store(&keys).await.expect("store");
+    let store = backend
+        .queue_store(&QueueId::from(&keys))
+        .await
+        .expect("store");
     for parent in ["p1", "p2"] {
         add(
             store.as_ref(),
