@@ -266,6 +266,18 @@ fn inspecting_queues_node_filled_and_processed() {
         schema.name
     )));
 
+    // One refresh of the live view: the same queues, the server's facts from the ledger.
+    let top = schema.json(&["top", "--once"]);
+    assert_eq!(top["server"]["postgres"]["migration"], 11, "{top}");
+    let watched: Vec<&str> = top["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(watched, ["mail", "reports"], "{top}");
+    assert_eq!(top["queues"][0]["counts"]["failed"], 2, "{top}");
+
     let failed = schema.json(&["jobs", "mail", "--state", "failed"]);
     assert_eq!(failed["total"], 2, "{failed}");
     assert_eq!(ids(&failed["jobs"]), {
