@@ -28,7 +28,7 @@ pub(crate) struct Exit {
     pub(crate) report: Option<serde_json::Value>,
 }
 
-/// Redis, a script or the data failed.
+/// Redis or PostgreSQL, a script or statement, or the data failed.
 pub(crate) const FAILED: u8 = 1;
 /// The command line is wrong (clap's own code for a usage error).
 pub(crate) const USAGE: u8 = 2;

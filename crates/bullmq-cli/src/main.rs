@@ -1,7 +1,8 @@
 //! The `bullmq` command: operate BullMQ queues from the shell.
 //!
 //! Works on any queue in the BullMQ 6.7.0 layout, whoever wrote it (Node, Python, Elixir or this
-//! project's Rust runtime). Run `bullmq --help` for the commands.
+//! project's Rust runtime), in Redis or in a PostgreSQL schema Node's migrator made (`--url`,
+//! see [`target`]). Run `bullmq --help` for the commands.
 
 mod commands;
 mod exit;
