@@ -77,7 +77,7 @@ impl LocalRedis {
                     bail!(
                         "no Redis answers and `{binary}` was not found to start one: install \
                          Redis (e.g. `apt-get install redis-server` or `brew install redis`), \
-                         or point --redis-url / REDIS_URL at a running Redis"
+                         or point --url (or --redis-url, REDIS_URL) at a running Redis"
                     );
                 }
                 return Err(error).with_context(|| format!("cannot start `{binary}`"));

@@ -1,21 +1,25 @@
 //! The `bullmq` command: operate BullMQ queues from the shell.
 //!
 //! Works on any queue in the BullMQ 6.7.0 layout, whoever wrote it (Node, Python, Elixir or this
-//! project's Rust runtime). Run `bullmq --help` for the commands.
+//! project's Rust runtime), in Redis or in a PostgreSQL schema Node's migrator made (`--url`,
+//! see [`target`]). Run `bullmq --help` for the commands.
 
 mod commands;
 mod exit;
 mod local_redis;
 mod output;
 mod sparkline;
+mod target;
 mod time_text;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-/// Operate BullMQ queues in Redis: find, inspect, retry, promote, clean, pause, watch live.
+/// Operate BullMQ queues in Redis or PostgreSQL: find, inspect, retry, promote, clean, pause,
+/// watch live.
 #[derive(Debug, Parser)]
 #[command(name = "bullmq", version, about, propagate_version = true)]
 struct Cli {
@@ -31,17 +35,29 @@ const GLOBAL: &str = "Global options";
 /// Options every command takes.
 #[derive(Debug, Clone, Args)]
 struct GlobalArgs {
-    /// Redis to connect to (`bullmq help connection`: cluster, Sentinel, TLS).
-    // The variable's value is not shown: it may hold a password.
+    /// Where the queues live, a Redis or PostgreSQL URL (default redis://127.0.0.1:6379;
+    /// `bullmq help connection`: cluster, Sentinel, TLS, postgres://).
+    // The variables' values are not shown: they may hold a password.
+    #[arg(
+        long,
+        env = "BULLMQ_URL",
+        hide_env_values = true,
+        global = true,
+        value_name = "URL",
+        help_heading = GLOBAL
+    )]
+    url: Option<String>,
+    /// The older name of --url, taking the same URLs (a typed flag beats a variable; else
+    /// --url / BULLMQ_URL wins).
     #[arg(
         long,
         env = "REDIS_URL",
         hide_env_values = true,
-        default_value = "redis://127.0.0.1:6379",
         global = true,
+        value_name = "URL",
         help_heading = GLOBAL
     )]
-    redis_url: String,
+    redis_url: Option<String>,
     /// Key prefix of the queues (Node's `prefix`).
     #[arg(long, default_value = "bull", global = true, help_heading = GLOBAL)]
     prefix: String,
@@ -113,36 +129,57 @@ enum Command {
     /// failures; keys pause / resume a queue and retry its failed jobs (a plain table per
     /// refresh when stdout is no terminal).
     Top(commands::top::TopArgs),
-    /// How to write `--redis-url`: one server, a cluster, Sentinel, TLS.
+    /// How to write `--url`: Redis (one server, a cluster, Sentinel, TLS) or PostgreSQL, and
+    /// which of `--url`, `BULLMQ_URL`, `--redis-url`, `REDIS_URL` wins.
     #[command(long_about = CONNECTION_HELP)]
     Connection,
     /// Run a self-contained demo: jobs with mixed outcomes processed by supervised workers,
-    /// live progress and a summary (starts a local redis-server when none answers).
+    /// live progress and a summary (on Redis starts a local redis-server when none answers;
+    /// on PostgreSQL needs a schema Node's migrator made).
     Demo(commands::demo::DemoArgs),
 }
 
-/// The `bullmq help connection` page: every form `--redis-url` (or `REDIS_URL`) takes.
+/// The `bullmq help connection` page: every form `--url` (or `BULLMQ_URL`, `--redis-url`,
+/// `REDIS_URL`) takes, and which one wins.
 const CONNECTION_HELP: &str = "\
-How to write --redis-url (or the REDIS_URL variable); the default is redis://127.0.0.1:6379.
+How to write --url (or the BULLMQ_URL variable); the default is redis://127.0.0.1:6379.
 
-One server:
+Which URL is used: a flag typed on the command line beats any variable; otherwise --url /
+BULLMQ_URL beats --redis-url / REDIS_URL (the older names, which take every form below too).
+Typing both --url and --redis-url is a usage error (exit 2).
+
+Redis, one server:
   redis://[user:pass@]host[:port][/db]
 
-A cluster, from seed nodes:
+A Redis cluster, from seed nodes:
   redis-cluster://[user:pass@]host:port?node=host2:port2&node=...
 
-A primary behind Sentinel (host and nodes are Sentinels, default port 26379):
+A Redis primary behind Sentinel (host and nodes are Sentinels, default port 26379):
   redis-sentinel://[user:pass@]host[:port][/db]?sentinelServiceName=NAME&node=host2:port2
   sentinelUsername=U&sentinelPassword=P   the Sentinels' own credentials
   replica_reads=true                      read from a healthy replica
 
-TLS: rediss://, rediss-cluster://, rediss-sentinel://, with the query parameters
+Redis TLS: rediss://, rediss-cluster://, rediss-sentinel://, with the query parameters
   tls_ca=CA.pem                           trust this CA instead of the system's
   tls_cert=CERT.pem&tls_key=KEY.pem       a client certificate
   tls_server_name=NAME                    check the certificate against NAME
   tls_danger_accept_invalid_certs=true    INSECURE: accept any certificate
 
-valkey may replace redis in every scheme. A malformed URL is a usage error (exit 2).";
+valkey may replace redis in every Redis scheme.
+
+PostgreSQL (Node BullMQ's PostgreSQL backend; the schema must have been made by Node's
+migrator, e.g. new Queue(name, { connection: { connectionString, schema, migrate: true } },
+createPostgresBackend); otherwise the command fails with exit 6 saying so):
+  postgres://[user[:pass]@]host[:port]/database[?schema=NAME]   (postgresql:// too)
+  schema=NAME                             the BullMQ schema (default bullmq); it is the
+                                          namespace, so --prefix stays at bull
+  sslmode=disable|prefer|require|verify-ca|verify-full, sslrootcert=CA.pem
+  connect_timeout=SECS                    default 5 here; pool_size=N; other libpq settings
+
+What PostgreSQL does not have is refused in one sentence with exit 5: job schedulers
+(schedulers, scheduler upsert|remove), and the Redis server facts (INFO, cluster nodes).
+
+A malformed URL is a usage error (exit 2).";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -161,15 +198,28 @@ async fn main() -> ExitCode {
         // (and never when NO_COLOR is set, https://no-color.org).
         .with_ansi(colour_on_stderr())
         .init();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => return usage_error(&error),
     };
-    let ctx = commands::Context {
-        redis_url: cli.global.redis_url,
-        prefix: cli.global.prefix,
-        json: cli.global.json,
+    let given = |value: Option<String>, id: &str| {
+        value.map(|value| target::Given {
+            value,
+            on_command_line: matches.value_source(id) == Some(ValueSource::CommandLine),
+        })
     };
+    let chosen = target::choose(
+        given(cli.global.url, "url"),
+        given(cli.global.redis_url, "redis_url"),
+    );
+    let (url, url_source) = match chosen {
+        Ok(chosen) => chosen,
+        Err(error) => return report(&error, cli.global.json),
+    };
+    let ctx = commands::Context::new(url, url_source, cli.global.prefix, cli.global.json);
     let outcome = match cli.command {
         Command::Stats(args) => commands::stats::run(&ctx, args).await,
         Command::Add(args) => commands::add::run(&ctx, *args).await,
@@ -206,21 +256,25 @@ async fn main() -> ExitCode {
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            let message = output::error_chain(&error);
-            if ctx.json {
-                output::print_json_error(
-                    &message,
-                    exit::kind_of(&error),
-                    exit::number_of(&error),
-                    exit::report_of(&error),
-                );
-            } else {
-                eprintln!("error: {message}");
-            }
-            exit::code_of(&error)
-        }
+        Err(error) => report(&error, ctx.json),
     }
+}
+
+/// Prints `error` (one line on stderr, or with `--json` one object on stdout) and returns
+/// its exit status.
+fn report(error: &anyhow::Error, json: bool) -> ExitCode {
+    let message = output::error_chain(error);
+    if json {
+        output::print_json_error(
+            &message,
+            exit::kind_of(error),
+            exit::number_of(error),
+            exit::report_of(error),
+        );
+    } else {
+        eprintln!("error: {message}");
+    }
+    exit::code_of(error)
 }
 
 /// What a command line clap refused ends with: clap's own message and code, or with `--json`

@@ -416,14 +416,20 @@ fn help_names_the_connection_once_and_the_forms_live_on_one_page() {
         let out = bullmq(args);
         assert!(out.status.success());
         let shown = text(&out.stdout);
-        // One line for the option (its default on it), none of the long URL forms.
-        let about_redis: Vec<&str> = shown
-            .lines()
-            .filter(|l| l.contains("--redis-url <"))
-            .collect();
-        assert_eq!(about_redis.len(), 1, "{args:?}: {shown}");
+        // One line for the option (its default on it), none of the long URL forms; its old
+        // name --redis-url on one line of its own.
+        let about_url: Vec<&str> = shown.lines().filter(|l| l.contains("--url <")).collect();
+        assert_eq!(about_url.len(), 1, "{args:?}: {shown}");
         assert_eq!(shown.matches("redis://").count(), 1, "{args:?}: {shown}");
-        assert!(about_redis[0].contains("bullmq help connection"), "{shown}");
+        assert!(about_url[0].contains("bullmq help connection"), "{shown}");
+        assert_eq!(
+            shown
+                .lines()
+                .filter(|l| l.contains("--redis-url <"))
+                .count(),
+            1,
+            "{args:?}: {shown}"
+        );
         assert!(!shown.contains("sentinelServiceName"), "{args:?}: {shown}");
     }
     let page = text(&bullmq(&["help", "connection"]).stdout);
@@ -434,6 +440,9 @@ fn help_names_the_connection_once_and_the_forms_live_on_one_page() {
         "sentinelServiceName=NAME",
         "tls_ca=CA.pem",
         "valkey",
+        "postgres://",
+        "schema=NAME",
+        "BULLMQ_URL beats --redis-url / REDIS_URL",
     ] {
         assert!(page.contains(form), "{form} missing: {page}");
     }

@@ -1,8 +1,10 @@
 //! `bullmq demo`: a self-contained tour of the runtime.
 //!
-//! 1. Uses the Redis of `--redis-url` / `REDIS_URL` when it answers `PING` within a second;
+//! 1. Uses the Redis of `--url` / `REDIS_URL` when it answers `PING` within a second;
 //!    otherwise starts a throwaway `redis-server` on a free loopback port
-//!    ([`LocalRedis`]), stopped again on every way out.
+//!    ([`LocalRedis`]), stopped again on every way out. With a `postgres://` URL it runs on
+//!    that PostgreSQL schema (which Node's migrator must have made: a missing one fails with
+//!    the sentence saying how to make it), never starting a server.
 //! 2. Adds a few thousand jobs to a fresh queue with a mix of outcomes: most complete, some
 //!    fail once and succeed on a retry with backoff, some always fail, some report progress, a
 //!    few are delayed, a few prioritized.
@@ -15,13 +17,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
+use bullmq_backend::Backend;
 use bullmq_protocol::events::{Event, StreamEvent};
 use bullmq_protocol::options::{Backoff, JobOptions};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ractor_bullmq::{
-    ConnectionConfig, Job, JobContext, Queue, QueueEventsHandle, QueueEventsOptions, QueueOptions,
-    Runtime, RuntimeOptions, WorkerCallbacks, WorkerOptions,
+    ConnectionConfig, Job, JobContext, Queue, QueueEventsHandle, QueueOptions, Runtime,
+    RuntimeOptions, WorkerCallbacks, WorkerOptions,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -29,6 +32,7 @@ use serde_json::{json, Value};
 use super::Context;
 use crate::local_redis::{self, LocalRedis};
 use crate::output::{print_json, two_columns};
+use crate::target::Target;
 
 /// Arguments of `bullmq demo`.
 #[derive(Debug, Clone, Args)]
@@ -144,10 +148,13 @@ struct Tally {
 
 /// Everything the demo set up, torn down by [`run`] on every way out.
 struct Setup {
+    /// The URL shown in the summary (a Redis URL, or PostgreSQL's target without password).
     url: String,
     /// The redis-server started for the demo; dropping it kills the server.
     local: Option<LocalRedis>,
-    config: ConnectionConfig,
+    /// Where it runs (the local redis-server's URL when one was started).
+    target: Target,
+    backend: Arc<dyn Backend>,
     queue: Queue,
     runtime: Runtime,
 }
@@ -173,7 +180,11 @@ pub(crate) async fn run(ctx: &Context, args: DemoArgs) -> Result<()> {
         () = stop.wait() => false,
     };
     let Setup {
-        url, local, queue, ..
+        url,
+        local,
+        queue,
+        target,
+        ..
     } = setup;
     let local_redis_pid = local.as_ref().map(LocalRedis::pid);
     // Stop the local Redis before reporting anything (also when the demo failed).
@@ -181,7 +192,9 @@ pub(crate) async fn run(ctx: &Context, args: DemoArgs) -> Result<()> {
     let (tally, elapsed) = outcome?;
     Summary {
         queue: queue.name().to_owned(),
-        redis: url,
+        store: target.store_name(),
+        backend: target.backend_name(),
+        url,
         local_redis_pid,
         jobs: args.jobs,
         workers: args.workers,
@@ -198,14 +211,52 @@ pub(crate) async fn run(ctx: &Context, args: DemoArgs) -> Result<()> {
     Ok(())
 }
 
-/// Finds or starts Redis, opens the demo queue and starts the supervision tree.
+/// Finds or starts Redis (or opens the PostgreSQL schema), opens the demo queue and starts
+/// the supervision tree.
 async fn set_up(ctx: &Context, args: &DemoArgs) -> Result<Setup> {
-    let (url, local) = if local_redis::answers(&ctx.redis_url, PROBE_TIMEOUT).await {
-        (ctx.redis_url.clone(), None)
+    let queue_name = format!(
+        "demo-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or_default()
+    );
+    let target = ctx.target()?;
+    if let Target::Postgres(config) = &target {
+        let backend = ctx
+            .backend()
+            .await
+            .with_context(|| format!("cannot run the demo on {}", target.describe()))?;
+        let queue = Queue::with_backend(
+            &queue_name,
+            backend.as_ref(),
+            QueueOptions::default().prefix(ctx.prefix.clone()),
+        )
+        .await
+        .with_context(|| format!("cannot open queue {queue_name} on {}", target.describe()))?;
+        let runtime = Runtime::start(
+            RuntimeOptions::default()
+                .backend(Arc::clone(&backend))
+                .worker_shutdown(SHUTDOWN_TIMEOUT),
+        )
+        .await
+        .context("cannot start the supervision tree")?;
+        return Ok(Setup {
+            url: config.display_target(),
+            local: None,
+            target,
+            backend,
+            queue,
+            runtime,
+        });
+    }
+    let (url, local) = if local_redis::answers(&ctx.url, PROBE_TIMEOUT).await {
+        (ctx.url.clone(), None)
     } else {
         eprintln!(
             "No Redis answers at {}; starting a local redis-server…",
-            ctx.redis_url
+            super::redact_password(&ctx.url)
         );
         let redis = LocalRedis::start(&args.redis_server).await?;
         eprintln!(
@@ -217,14 +268,6 @@ async fn set_up(ctx: &Context, args: &DemoArgs) -> Result<Setup> {
     };
     let config =
         ConnectionConfig::from_url(&url).with_context(|| format!("bad Redis URL {url}"))?;
-    let queue_name = format!(
-        "demo-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or_default()
-    );
     let queue = Queue::new(
         &queue_name,
         QueueOptions::new(config.clone()).prefix(ctx.prefix.clone()),
@@ -238,10 +281,12 @@ async fn set_up(ctx: &Context, args: &DemoArgs) -> Result<Setup> {
     )
     .await
     .context("cannot start the supervision tree")?;
+    let backend: Arc<dyn Backend> = Arc::new(bullmq_redis::RedisBackend::new(config.clone()));
     Ok(Setup {
         url,
         local,
-        config,
+        target: Target::Redis(config),
+        backend,
         queue,
         runtime,
     })
@@ -260,8 +305,9 @@ async fn tear_down(setup: &Setup) -> bool {
             Ok(()) => true,
             Err(error) => {
                 eprintln!(
-                    "warning: could not remove demo queue {}: {error}",
-                    setup.queue.name()
+                    "warning: could not remove demo queue {} from {}: {error}",
+                    setup.queue.name(),
+                    setup.target.store_name()
                 );
                 false
             }
@@ -281,15 +327,15 @@ async fn demo(
     let Setup {
         queue,
         runtime,
-        config,
+        target,
+        backend,
         ..
     } = setup;
     let total = u64::from(args.jobs);
     // Follow the events first, so none of the run's events is missed.
     let events = runtime
         .start_queue_events(
-            QueueEventsOptions::new(queue.name(), config.clone())
-                .prefix(ctx.prefix.clone())
+            super::queue_events_options(target, backend, queue.name(), &ctx.prefix)
                 .block_timeout(Duration::from_millis(500))
                 // A busy terminal must never make the reader drop this only subscriber.
                 .subscriber_buffer(1_000_000),
@@ -456,7 +502,11 @@ impl StopSignal {
 /// The final report.
 struct Summary {
     queue: String,
-    redis: String,
+    /// `Redis` or `PostgreSQL`.
+    store: &'static str,
+    /// `redis` or `postgres`.
+    backend: &'static str,
+    url: String,
     local_redis_pid: Option<u32>,
     jobs: u32,
     workers: u32,
@@ -484,7 +534,10 @@ impl Summary {
         if json {
             print_json(&json!({
                 "queue": self.queue,
-                "redis": self.redis,
+                "backend": self.backend,
+                // The Redis URL on Redis (as before PostgreSQL), else null; `target` either.
+                "redis": (self.backend == "redis").then_some(&self.url),
+                "target": self.url,
                 "localRedisPid": self.local_redis_pid,
                 "jobs": self.jobs,
                 "workers": self.workers,
@@ -520,10 +573,10 @@ impl Summary {
             ),
             ("jobs/s".to_owned(), format!("{:.0}", self.jobs_per_sec())),
             (
-                "redis".to_owned(),
+                self.backend.to_owned(),
                 match self.local_redis_pid {
-                    Some(pid) => format!("{} (local, pid {pid}, stopped)", self.redis),
-                    None => self.redis.clone(),
+                    Some(pid) => format!("{} (local, pid {pid}, stopped)", self.url),
+                    None => self.url.clone(),
                 },
             ),
             (
@@ -532,9 +585,9 @@ impl Summary {
                     "{} ({})",
                     self.queue,
                     if self.cleaned {
-                        "removed"
+                        "removed".to_owned()
                     } else {
-                        "left in Redis"
+                        format!("left in {}", self.store)
                     }
                 ),
             ),

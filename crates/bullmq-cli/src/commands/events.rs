@@ -2,22 +2,25 @@
 //! queue's events, one line per event.
 //!
 //! `--follow` (the default) tails the stream with a `QueueEvents` (its own `XREAD BLOCK`
-//! connection, named as Node names its QueueEvents connections), from `$` (events from now on)
-//! or from `--from ID` (`0` replays the whole stream first), until Ctrl-C or until `--count`
-//! events were printed. `--no-follow` replays what the stream holds when the command starts
-//! (from `--from`, default `0`) and exits at its end; `--count N` then stops after N replayed
-//! events, or at the end of a shorter stream.
+//! connection on Redis, its own LISTEN session on PostgreSQL, named as Node names its
+//! QueueEvents connections), from `$` (events from now on) or from `--from ID` (`0` replays the
+//! whole stream first), until Ctrl-C or until `--count` events were printed. `--no-follow`
+//! replays what the stream holds when the command starts (from `--from`, default `0`) and
+//! exits at its end; `--count N` then stops after N replayed events, or at the end of a shorter
+//! stream. Ids are Redis stream ids (`1700000000000-0`) on Redis, the event table's ids (`17`)
+//! on PostgreSQL.
 
+use ractor_bullmq::protocol::QueueId;
 use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use bullmq_backend::{Backend, BackendError};
 use bullmq_protocol::events::{Event, StreamEvent};
-use bullmq_redis::events::{newest_event_id, read_events};
-use bullmq_redis::Connections;
+use bullmq_protocol::keys::QueueKeys;
 use clap::Args;
 use ractor_bullmq::events::ConnectionEvent;
-use ractor_bullmq::{ConnectionConfig, QueueEventsHandle, QueueEventsOptions};
+use ractor_bullmq::QueueEventsHandle;
 use serde_json::{Map, Value};
 
 use super::Context;
@@ -48,14 +51,14 @@ pub(crate) struct EventsArgs {
 
 /// Runs `bullmq events`.
 pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
-    let config = super::connection_config(ctx)?;
+    let target = ctx.target()?;
     super::ensure_queue_exists(ctx, &args.queue).await?;
+    let backend = ctx.backend().await?;
+    let where_ = target.describe();
     if args.no_follow {
-        return replay(ctx, &args, config).await;
+        return replay(ctx, &args, backend.as_ref(), &where_).await;
     }
-    let target = config.target();
-    let options = QueueEventsOptions::new(args.queue.clone(), config)
-        .prefix(ctx.prefix.clone())
+    let options = super::queue_events_options(&target, &backend, &args.queue, &ctx.prefix)
         .last_event_id(args.from.clone().unwrap_or_else(|| "$".to_owned()))
         .block_timeout(Duration::from_millis(args.block_ms.max(1)))
         // A terminal or a pipe may be slow; never drop this only subscriber for it.
@@ -65,16 +68,14 @@ pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
     let reported = ractor_bullmq::QueueEventsArgs::new(options)
         .context("invalid options")?
         .on_connection({
-            let target = target.clone();
+            let where_ = where_.clone();
             move |change| match change {
                 ConnectionEvent::Lost { error } => {
-                    eprintln!(
-                        "warning: lost the connection to Redis at {target} ({error}); retrying"
-                    );
+                    eprintln!("warning: lost the connection to {where_} ({error}); retrying");
                 }
                 ConnectionEvent::Restored { downtime } => {
                     eprintln!(
-                        "warning: reconnected to Redis at {target} after {:.1} s",
+                        "warning: reconnected to {where_} after {:.1} s",
                         downtime.as_secs_f64()
                     );
                 }
@@ -83,7 +84,7 @@ pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
         });
     let events = QueueEventsHandle::spawn(reported).await.with_context(|| {
         format!(
-            "cannot read the events of queue {:?} on Redis at {target}",
+            "cannot read the events of queue {:?} on {where_}",
             args.queue
         )
     })?;
@@ -96,24 +97,31 @@ pub(crate) async fn run(ctx: &Context, args: EventsArgs) -> Result<()> {
     outcome
 }
 
-/// Events read per `XREAD` while replaying.
+/// Events read per call while replaying.
 const REPLAY_BATCH: u64 = 1_000;
 
 /// `--no-follow`: prints the entries after `--from` up to the newest one when the command
-/// started (plain `XREAD`s without `BLOCK`), at most `--count`, then returns.
-async fn replay(ctx: &Context, args: &EventsArgs, config: ConnectionConfig) -> Result<()> {
-    let target = config.target();
-    let key = format!("{}:{}:events", ctx.prefix, args.queue);
-    let client = config.connect(None).await.with_context(|| {
-        format!(
-            "cannot read the events of queue {:?} on Redis at {target}",
-            args.queue
-        )
-    })?;
-    let connections = Connections::new(vec![client.clone()], Vec::new());
+/// started (reads that do not wait for new entries, through the seam's event stream), at most
+/// `--count`, then returns.
+async fn replay(
+    ctx: &Context,
+    args: &EventsArgs,
+    backend: &dyn Backend,
+    where_: &str,
+) -> Result<()> {
+    let keys = QueueKeys::new(ctx.prefix.clone(), args.queue.clone());
+    let stream = backend
+        .event_stream(&QueueId::from(&keys))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot read the events of queue {:?} on {where_}",
+                args.queue
+            )
+        })?;
     let outcome = async {
         // The end is fixed now: events appended while replaying belong to a follow.
-        let Some(end) = newest_event_id(&client, &key).await? else {
+        let Some(end) = stream.newest_id().await? else {
             return Ok(());
         };
         let mut position = match args.from.as_deref() {
@@ -128,7 +136,7 @@ async fn replay(ctx: &Context, args: &EventsArgs, config: ConnectionConfig) -> R
             if batch == 0 {
                 return Ok(());
             }
-            let entries = read_events(&client, &key, &position, None, Some(batch)).await?;
+            let entries = stream.read(&position, Duration::ZERO, batch).await?;
             let Some(last) = entries.last().map(|entry| entry.id.clone()) else {
                 return Ok(()); // the stream was trimmed below `end` meanwhile
             };
@@ -150,8 +158,8 @@ async fn replay(ctx: &Context, args: &EventsArgs, config: ConnectionConfig) -> R
         }
     }
     .await;
-    connections.close().await;
-    outcome.map_err(|error: bullmq_redis::RedisError| {
+    stream.close().await;
+    outcome.map_err(|error: BackendError| {
         anyhow::Error::new(error)
             .context(format!("cannot read the events of queue {:?}", args.queue))
     })

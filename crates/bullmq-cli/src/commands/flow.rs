@@ -55,7 +55,7 @@ struct FlowNode {
 pub(crate) async fn run(ctx: &Context, args: FlowArgs) -> Result<()> {
     let root = super::open_queue(ctx, &args.queue, Access::Existing).await?;
     let mut walk = Walk {
-        queues: SiblingQueues::new(ctx.prefix.clone(), root.clone()),
+        queues: SiblingQueues::new(ctx.prefix.clone(), root.clone(), ctx.backend().await?),
         max_children: args.max_children,
     };
     let tree = walk.node(&args.queue, &args.id, None, args.depth).await;

@@ -27,6 +27,7 @@ pub(crate) mod retry;
 pub(crate) mod scheduler;
 pub(crate) mod schedulers;
 pub(crate) mod server_facts;
+pub(crate) mod session;
 pub(crate) mod sibling_queues;
 pub(crate) mod stats;
 pub(crate) mod top;
@@ -35,19 +36,90 @@ pub(crate) mod update_data;
 /// What every command gets from the global options.
 #[derive(Debug, Clone)]
 pub(crate) struct Context {
-    /// Redis URL (`--redis-url` / `REDIS_URL`).
-    pub(crate) redis_url: String,
+    /// The URL of `--url` / `BULLMQ_URL` (or `--redis-url` / `REDIS_URL`), as given.
+    pub(crate) url: String,
+    /// Where [`Context::url`] came from.
+    pub(crate) url_source: UrlSource,
     /// Key prefix (`--prefix`).
     pub(crate) prefix: String,
     /// Print JSON instead of text (`--json`).
     pub(crate) json: bool,
+    /// The backend, opened once by the first command that needs it.
+    opened: Arc<tokio::sync::OnceCell<Opened>>,
+}
+
+impl Context {
+    /// The global options, nothing opened yet.
+    pub(crate) fn new(url: String, url_source: UrlSource, prefix: String, json: bool) -> Self {
+        Self {
+            url,
+            url_source,
+            prefix,
+            json,
+            opened: Arc::default(),
+        }
+    }
+
+    /// The parsed URL.
+    ///
+    /// # Errors
+    ///
+    /// A malformed URL, or on PostgreSQL a `--prefix` other than the default or the schema's
+    /// name (the schema is the namespace there): usage errors (exit 2).
+    pub(crate) fn target(&self) -> Result<Target> {
+        let target = Target::parse(&self.url, self.url_source)?;
+        if let Some(schema) = target.schema() {
+            if self.prefix != bullmq_protocol::keys::DEFAULT_PREFIX && self.prefix != schema {
+                return Err(crate::exit::Exit::usage(format!(
+                    "--prefix {:?} has no meaning on PostgreSQL: the schema {schema:?} is the \
+                     namespace (choose it with ?schema= in the URL and leave --prefix at {:?})",
+                    self.prefix,
+                    bullmq_protocol::keys::DEFAULT_PREFIX
+                )));
+            }
+        }
+        Ok(target)
+    }
+
+    /// The backend of [`Context::target`], opened on first use and shared afterwards.
+    ///
+    /// # Errors
+    ///
+    /// As [`Target::open`] (without context: callers say what they were opening).
+    pub(crate) async fn opened(&self) -> Result<&Opened> {
+        let target = self.target()?;
+        self.opened.get_or_try_init(|| target.open()).await
+    }
+
+    /// The backend, as [`Context::opened`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Target::open`].
+    pub(crate) async fn backend(&self) -> Result<Arc<dyn Backend>> {
+        Ok(Arc::clone(&self.opened().await?.backend))
+    }
+
+    /// Where queues are named in messages: `under prefix "bull"`, `in schema "jobs"`.
+    pub(crate) fn scope(&self, target: &Target) -> Scope {
+        match target.schema() {
+            Some(schema) => Scope::Schema(schema.to_owned()),
+            None => Scope::Prefix(self.prefix.clone()),
+        }
+    }
 }
 
 pub(crate) mod workers;
 
+use std::sync::Arc;
+
 use anyhow::{Context as _, Result};
+use bullmq_backend::Backend;
 use bullmq_protocol::state::JobState;
-use ractor_bullmq::{ConnectionConfig, Queue, QueueOptions};
+use ractor_bullmq::{ConnectionConfig, Queue, QueueEventsOptions, QueueOptions};
+
+pub(crate) use self::queue_lookup::Scope;
+use crate::target::{Opened, Target, UrlSource};
 
 /// How a command opens its queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,13 +134,26 @@ pub(crate) enum Access {
     Create,
 }
 
-/// Opens `name` on the configured Redis and prefix, as `access` says (see
+/// Opens `name` on the configured target and prefix, as `access` says (see
 /// [`queue_lookup`] for what "exists" means).
 pub(crate) async fn open_queue(ctx: &Context, name: &str, access: Access) -> Result<Queue> {
-    let config = connection_config(ctx)?;
+    let target = ctx.target()?;
+    match &target {
+        Target::Redis(config) => open_redis_queue(ctx, config, name, access).await,
+        Target::Postgres(_) => open_backend_queue(ctx, &target, name, access).await,
+    }
+}
+
+/// [`open_queue`] on Redis: its own connection, kept by the queue (and reused for the
+/// `EXISTS` check and the `meta` write).
+async fn open_redis_queue(
+    ctx: &Context,
+    config: &ConnectionConfig,
+    name: &str,
+    access: Access,
+) -> Result<Queue> {
     let target = config.target();
-    let backend = bullmq_redis::RedisBackend::new(config.clone());
-    let options = QueueOptions::new(config)
+    let options = QueueOptions::new(config.clone())
         .prefix(ctx.prefix.clone())
         .skip_meta_update(access != Access::Create);
     let queue = Queue::new(name, options.clone())
@@ -77,10 +162,11 @@ pub(crate) async fn open_queue(ctx: &Context, name: &str, access: Access) -> Res
     if access == Access::Create {
         return Ok(queue);
     }
-    let checked = match queue.redis_client() {
-        Some(client) => queue_lookup::ensure_exists(client, &backend, queue.keys()).await,
-        None => Ok(()),
-    };
+    let backend = ctx.backend().await?;
+    let scope = Scope::Prefix(ctx.prefix.clone());
+    let checked =
+        queue_lookup::ensure_exists(backend.as_ref(), queue.redis_client(), queue.keys(), &scope)
+            .await;
     if let Err(error) = checked {
         let _ = queue.close().await;
         return Err(error);
@@ -99,21 +185,85 @@ pub(crate) async fn open_queue(ctx: &Context, name: &str, access: Access) -> Res
     Ok(queue)
 }
 
-/// Fails with the "no queue" error (exit 3) unless `name` exists, on a connection of its own
-/// (for the commands that do not open a [`Queue`]: `events`).
+/// [`open_queue`] through the seam (PostgreSQL): the store of the shared backend; existence
+/// is the backend's queue discovery listing the queue.
+async fn open_backend_queue(
+    ctx: &Context,
+    target: &Target,
+    name: &str,
+    access: Access,
+) -> Result<Queue> {
+    let opening = || format!("cannot open queue {name:?} on {}", target.describe());
+    let backend = ctx.backend().await.with_context(opening)?;
+    let options = QueueOptions::default()
+        .prefix(ctx.prefix.clone())
+        .skip_meta_update(access != Access::Create);
+    let queue = Queue::with_backend(name, backend.as_ref(), options.clone())
+        .await
+        .with_context(opening)?;
+    if access == Access::Create {
+        return Ok(queue);
+    }
+    let checked =
+        queue_lookup::ensure_exists(backend.as_ref(), None, queue.keys(), &ctx.scope(target)).await;
+    if let Err(error) = checked {
+        let _ = queue.close().await;
+        return Err(error);
+    }
+    if access == Access::ExistingWritingMeta {
+        let written = Queue::with_backend(name, backend.as_ref(), options.skip_meta_update(false))
+            .await
+            .with_context(|| format!("writing the meta of queue {name:?}"));
+        match written {
+            Ok(writer) => {
+                let _ = writer.close().await;
+            }
+            Err(error) => {
+                let _ = queue.close().await;
+                return Err(error);
+            }
+        }
+    }
+    Ok(queue)
+}
+
+/// Fails with the "no queue" error (exit 3) unless `name` exists (for the commands that do
+/// not open a [`Queue`]: `events`). On Redis on a connection of its own.
 pub(crate) async fn ensure_queue_exists(ctx: &Context, name: &str) -> Result<()> {
     use bullmq_redis::fred::prelude::ClientLike as _;
-    let config = connection_config(ctx)?;
-    let target = config.target();
+    let target = ctx.target()?;
+    let keys = bullmq_protocol::keys::QueueKeys::new(ctx.prefix.clone(), name);
+    let scope = ctx.scope(&target);
+    let Target::Redis(config) = &target else {
+        let backend = ctx
+            .backend()
+            .await
+            .with_context(|| format!("cannot open queue {name:?} on {}", target.describe()))?;
+        return queue_lookup::ensure_exists(backend.as_ref(), None, &keys, &scope).await;
+    };
     let client = config
         .connect(None)
         .await
-        .with_context(|| format!("cannot connect to Redis at {target}"))?;
-    let keys = bullmq_protocol::keys::QueueKeys::new(ctx.prefix.clone(), name);
-    let backend = bullmq_redis::RedisBackend::new(config);
-    let outcome = queue_lookup::ensure_exists(&client, &backend, &keys).await;
+        .with_context(|| format!("cannot connect to Redis at {}", config.target()))?;
+    let backend = ctx.backend().await?;
+    let outcome = queue_lookup::ensure_exists(backend.as_ref(), Some(&client), &keys, &scope).await;
     let _ = client.quit().await;
     outcome
+}
+
+/// The options of a `QueueEvents` reading queue `name` of `target` (on `backend`): on Redis
+/// from the connection (so a cluster's slot rule is checked), elsewhere from the backend.
+pub(crate) fn queue_events_options(
+    target: &Target,
+    backend: &Arc<dyn Backend>,
+    name: &str,
+    prefix: &str,
+) -> QueueEventsOptions {
+    match target {
+        Target::Redis(config) => QueueEventsOptions::new(name, config.clone()),
+        Target::Postgres(_) => QueueEventsOptions::with_backend(name, Arc::clone(backend)),
+    }
+    .prefix(prefix.to_owned())
 }
 
 /// Parses a `--state` value: Node's state names (`wait` for `waiting` too); `unknown`, which
@@ -126,21 +276,6 @@ pub(crate) fn parse_state(text: &str) -> Result<JobState, String> {
         )),
         Ok(state) => Ok(state),
     }
-}
-
-/// The connection of `--redis-url` / `REDIS_URL`.
-///
-/// # Errors
-///
-/// A bad URL, quoted without its password.
-pub(crate) fn connection_config(ctx: &Context) -> Result<ConnectionConfig> {
-    // A malformed URL is a usage error (exit 2), said in one sentence.
-    ConnectionConfig::from_url(&ctx.redis_url).map_err(|error| {
-        crate::exit::Exit::usage(format!(
-            "bad --redis-url {}: {error} (`bullmq help connection` shows the accepted forms)",
-            redact_password(&ctx.redis_url)
-        ))
-    })
 }
 
 /// `url` with the password of its `user:password@` part, and the value of a

@@ -2,11 +2,11 @@
 //! `--create`), or `--all` queues under the prefix, paused or resumed one after the other.
 
 use anyhow::{Context as _, Result};
-use bullmq_redis::fred::prelude::ClientLike as _;
 use clap::Args;
-use ractor_bullmq::{Queue, QueueOptions};
+use ractor_bullmq::Queue;
 use serde_json::json;
 
+use super::session::Session;
 use super::{Access, Context};
 use crate::output::{print_json, Paint};
 
@@ -41,7 +41,10 @@ pub(crate) async fn run(ctx: &Context, target: PauseTarget, paused: bool) -> Res
                 paint.green(&count)
             };
             let word = if names.len() == 1 { "queue" } else { "queues" };
-            println!("{verb} {count} {word} under prefix {}", ctx.prefix);
+            match ctx.target()?.schema() {
+                Some(schema) => println!("{verb} {count} {word} in schema {schema}"),
+                None => println!("{verb} {count} {word} under prefix {}", ctx.prefix),
+            }
         }
         return Ok(());
     }
@@ -82,23 +85,14 @@ async fn set(queue: &Queue, paused: bool) -> Result<()> {
 
 /// Pauses or resumes every queue under the prefix on one connection; their names, sorted.
 async fn set_all(ctx: &Context, paused: bool) -> Result<Vec<String>> {
-    let config = super::connection_config(ctx)?;
-    let target = config.target();
-    let client = config
-        .connect(None)
-        .await
-        .with_context(|| format!("cannot connect to Redis at {target}"))?;
+    let session = Session::connect(ctx, None).await?;
     let outcome = async {
-        let backend = bullmq_redis::RedisBackend::new(config.clone());
-        let names = super::queue_lookup::queue_names(&backend, &ctx.prefix)
-            .await
-            .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
+        let names = session.list_queues().await?;
         for (done, name) in names.iter().enumerate() {
-            let options = QueueOptions::new(config.clone())
-                .prefix(ctx.prefix.clone())
-                .skip_meta_update(true);
-            let queue = Queue::with_client(name.clone(), client.clone(), options).await?;
-            set(&queue, paused).await.with_context(|| {
+            let queue = session.open(name).await?;
+            let outcome = set(&queue, paused).await;
+            let _ = queue.close().await;
+            outcome.with_context(|| {
                 let verb = if paused { "paused" } else { "resumed" };
                 format!("{verb} {done} of {} queues, then stopped", names.len())
             })?;
@@ -106,6 +100,6 @@ async fn set_all(ctx: &Context, paused: bool) -> Result<Vec<String>> {
         Ok(names)
     }
     .await;
-    let _ = client.quit().await;
+    session.close().await;
     outcome
 }

@@ -1,13 +1,18 @@
-//! What "a queue exists" means for the CLI, decided here once: some key of it exists under the
-//! prefix (`meta`, `id`, `events`, any state list or set, `repeat`, `limiter`, the metrics…).
+//! What "a queue exists" means for the CLI, decided here once: on Redis some key of it exists
+//! under the prefix (`meta`, `id`, `events`, any state list or set, `repeat`, `limiter`, the
+//! metrics…); on any other backend its queue discovery (`Backend::list_queues`) lists it (on
+//! PostgreSQL: it has jobs or meta in the schema).
 //!
 //! Every command that reads or acts on a named queue checks this first, so a typo never
 //! answers "nothing" (empty counts, no jobs, no events): it exits 3 with
-//! `no queue "X" under prefix "P"` and the closest names `bullmq queues` would list. Only
-//! `add`, `scheduler upsert` and an explicit `--create` (pause, resume, limits) make a queue.
+//! `no queue "X" under prefix "P"` (`in schema "S"` on PostgreSQL) and the closest names
+//! `bullmq queues` would list. Only `add`, `scheduler upsert` and an explicit `--create`
+//! (pause, resume, limits) make a queue.
+
+use std::fmt;
 
 use anyhow::{Context as _, Result};
-use bullmq_backend::Backend;
+use bullmq_backend::{Backend, BackendError};
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 use bullmq_redis::fred::prelude::{Client, KeysInterface};
 
@@ -15,6 +20,35 @@ use crate::exit::Exit;
 
 /// At most this many close names are suggested.
 const SUGGESTIONS: usize = 3;
+
+/// The namespace queues live in, as messages name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Redis: the key prefix (`--prefix`).
+    Prefix(String),
+    /// PostgreSQL: the schema (`?schema=` of the URL).
+    Schema(String),
+}
+
+impl fmt::Display for Scope {
+    /// `under prefix "bull"`, `in schema "jobs"`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Prefix(prefix) => write!(f, "under prefix {prefix:?}"),
+            Self::Schema(schema) => write!(f, "in schema {schema:?}"),
+        }
+    }
+}
+
+impl Scope {
+    /// What to say when the namespace holds no queue at all.
+    fn empty_hint(&self) -> &'static str {
+        match self {
+            Self::Prefix(_) => "there are no queues under that prefix; --prefix sets it",
+            Self::Schema(_) => "there are no queues in that schema; ?schema= in the URL sets it",
+        }
+    }
+}
 
 /// Whether any key of `keys`' queue exists. One `EXISTS` over every suffix: the keys of one
 /// queue share a slot on a cluster (the runtime refuses a queue whose keys would not).
@@ -32,29 +66,45 @@ pub(crate) async fn queue_exists(client: &Client, keys: &QueueKeys) -> Result<bo
 }
 
 /// `Ok` when `keys`' queue exists; otherwise the "no queue" error (exit 3), naming the
-/// closest queues `backend` finds under the prefix (its queue discovery).
+/// closest queues `backend` finds under the prefix (its queue discovery). With `redis` (the
+/// queue's Redis connection) existence is one `EXISTS`; without, the backend's queue
+/// discovery must list the queue (a backend without discovery cannot tell: the queue is
+/// taken to exist).
 ///
 /// # Errors
 ///
-/// The queue does not exist (exit 3), or Redis failed.
+/// The queue does not exist (exit 3), or the store failed.
 pub(crate) async fn ensure_exists(
-    client: &Client,
     backend: &dyn Backend,
+    redis: Option<&Client>,
     keys: &QueueKeys,
+    scope: &Scope,
 ) -> Result<()> {
-    if queue_exists(client, keys).await? {
-        return Ok(());
-    }
+    let listed = match redis {
+        Some(client) => {
+            if queue_exists(client, keys).await? {
+                return Ok(());
+            }
+            None
+        }
+        None => match queue_names(backend, keys.prefix()).await {
+            Ok(names) if names.iter().any(|n| n.as_str() == keys.name()) => return Ok(()),
+            Ok(names) => Some(names),
+            Err(BackendError::Unsupported { .. }) => return Ok(()),
+            Err(error) => {
+                return Err(error).with_context(|| format!("looking for queue {:?}", keys.name()))
+            }
+        },
+    };
     // The suggestions are a courtesy: a failed (or declined) discovery still reports the
     // missing queue.
-    let known = queue_names(backend, keys.prefix())
-        .await
-        .unwrap_or_default();
-    Err(Exit::not_found(missing_message(
-        keys.name(),
-        keys.prefix(),
-        &known,
-    )))
+    let known = match listed {
+        Some(names) => names,
+        None => queue_names(backend, keys.prefix())
+            .await
+            .unwrap_or_default(),
+    };
+    Err(Exit::not_found(missing_message(keys.name(), scope, &known)))
 }
 
 /// The names of the queues `backend` finds under `prefix` (its queue discovery), sorted.
@@ -72,15 +122,15 @@ pub(crate) async fn queue_names(
 
 /// `no queue "emials" under prefix "bull" (did you mean "emails"?)`, or the queues there are
 /// when none is close, or that there are none.
-pub(crate) fn missing_message(name: &str, prefix: &str, known: &[String]) -> String {
-    let head = format!("no queue {name:?} under prefix {prefix:?}");
+pub(crate) fn missing_message(name: &str, scope: &Scope, known: &[String]) -> String {
+    let head = format!("no queue {name:?} {scope}");
     let close = closest(name, known);
     if !close.is_empty() {
         let quoted: Vec<String> = close.iter().map(|n| format!("{n:?}")).collect();
         return format!("{head} (did you mean {}?)", quoted.join(" or "));
     }
     match known.len() {
-        0 => format!("{head} (there are no queues under that prefix; --prefix sets it)"),
+        0 => format!("{head} ({})", scope.empty_hint()),
         n if n <= 5 => {
             let quoted: Vec<String> = known.iter().map(|n| format!("{n:?}")).collect();
             format!("{head} (its queues: {})", quoted.join(", "))
@@ -158,17 +208,23 @@ mod tests {
         assert_eq!(closest("emials", &known), ["emails", "Emails2"]);
         assert_eq!(closest("EMAILS", &known), ["emails", "Emails2"]);
         assert!(closest("zzz", &known).is_empty());
+        let bull = Scope::Prefix("bull".into());
+        let p = Scope::Prefix("p".into());
         assert_eq!(
-            missing_message("emials", "bull", &known),
+            missing_message("emials", &bull, &known),
             r#"no queue "emials" under prefix "bull" (did you mean "emails" or "Emails2"?)"#
         );
         assert_eq!(
-            missing_message("x", "p", &[]),
+            missing_message("x", &p, &[]),
             r#"no queue "x" under prefix "p" (there are no queues under that prefix; --prefix sets it)"#
         );
         assert_eq!(
-            missing_message("zzzzzz", "p", &names(&["a", "b"])),
+            missing_message("zzzzzz", &p, &names(&["a", "b"])),
             r#"no queue "zzzzzz" under prefix "p" (its queues: "a", "b")"#
+        );
+        assert_eq!(
+            missing_message("x", &Scope::Schema("jobs".into()), &[]),
+            r#"no queue "x" in schema "jobs" (there are no queues in that schema; ?schema= in the URL sets it)"#
         );
     }
 }

@@ -1,15 +1,16 @@
-//! `bullmq queues`: every queue under `--prefix`, whoever created it, with its job counts per
-//! state, paused flag and worker count.
+//! `bullmq queues`: every queue under `--prefix` (on PostgreSQL: in the URL's schema), whoever
+//! created it, with its job counts per state, paused flag and worker count.
 
 use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
-use bullmq_redis::fred::prelude::ClientLike;
 use clap::Args;
-use ractor_bullmq::{JobCounts, Queue, QueueOptions};
+use ractor_bullmq::JobCounts;
 use serde_json::{json, Map, Value};
 
+use super::session::Session;
 use super::Context;
 use crate::output::{print_json, table, Paint};
+use crate::target::Target;
 
 /// Arguments of `bullmq queues` (none besides the global ones).
 #[derive(Debug, Clone, Args)]
@@ -39,15 +40,10 @@ const STATES: [JobState; 7] = [
 
 /// Runs `bullmq queues`.
 pub(crate) async fn run(ctx: &Context, _args: QueuesArgs) -> Result<()> {
-    let config = super::connection_config(ctx)?;
-    let target = config.target();
-    let client = config
-        .connect(None)
-        .await
-        .with_context(|| format!("cannot connect to Redis at {target}"))?;
-    let summaries = summarise(ctx, &config, &client).await;
+    let session = Session::connect(ctx, None).await?;
+    let summaries = summarise(&session).await;
     // The server's facts are worth the listing, but not its failure (INFO may be renamed).
-    let server = match super::server_facts::read(&client).await {
+    let server = match session.server_facts().await {
         Ok(facts) => Some(facts),
         Err(error) => {
             eprintln!(
@@ -58,19 +54,31 @@ pub(crate) async fn run(ctx: &Context, _args: QueuesArgs) -> Result<()> {
         }
     };
     // Close the connection whatever the reads did, then report them.
-    let _ = client.quit().await;
+    session.close().await;
     let summaries = summaries?;
     if ctx.json {
         let mut value = as_json(&ctx.prefix, &summaries);
+        if let Some(schema) = session.target().schema() {
+            value["schema"] = json!(schema);
+        }
         value["server"] = serde_json::to_value(&server)?;
         print_json(&value);
         return Ok(());
     }
-    if let Some(server) = &server {
-        println!("{} at {target}", server.summary());
+    match (&server, session.target()) {
+        (Some(server), Target::Redis(config)) => {
+            println!("{} at {}", server.summary(), config.target());
+        }
+        (Some(server), Target::Postgres(config)) => {
+            // The summary names the schema already: `host:port/db` is what is left to say.
+            let target = config.display_target();
+            let server_only = target.split(" schema ").next().unwrap_or(&target);
+            println!("{} at {server_only}", server.summary());
+        }
+        (None, _) => {}
     }
     if summaries.is_empty() {
-        println!("no queues under prefix {:?}", ctx.prefix);
+        println!("no queues {}", session.scope());
     } else {
         print!("{}", as_text(&summaries, Paint::stdout()));
     }
@@ -78,28 +86,16 @@ pub(crate) async fn run(ctx: &Context, _args: QueuesArgs) -> Result<()> {
 }
 
 /// Finds the queues (the seam's queue discovery) and reads each one's counts, paused flag and
-/// workers (the seam's worker listing) on the shared `client`.
-async fn summarise(
-    ctx: &Context,
-    config: &ractor_bullmq::ConnectionConfig,
-    client: &bullmq_redis::fred::prelude::Client,
-) -> Result<Vec<QueueSummary>> {
-    let backend = bullmq_redis::RedisBackend::new(config.clone());
-    let names = super::queue_lookup::queue_names(&backend, &ctx.prefix)
-        .await
-        .with_context(|| format!("listing the queues under prefix {:?}", ctx.prefix))?;
+/// workers (the seam's worker listing), all on the session's connection.
+async fn summarise(session: &Session) -> Result<Vec<QueueSummary>> {
+    let names = session.list_queues().await?;
     // Without worker listing (CLIENT LIST refused) the counts are still worth showing; only
     // the workers are unknown, and that is said once.
     let mut list_workers = true;
     let mut summaries = Vec::with_capacity(names.len());
     for name in names {
         // Reading must not create anything, so each queue's `meta` is left alone.
-        let options = QueueOptions::new(config.clone())
-            .prefix(ctx.prefix.clone())
-            .skip_meta_update(true);
-        let queue = Queue::with_client(name.clone(), client.clone(), options)
-            .await
-            .with_context(|| format!("opening queue {name:?}"))?;
+        let queue = session.open(&name).await?;
         let counts = queue
             .get_job_counts()
             .await
@@ -112,9 +108,12 @@ async fn summarise(
             match queue.get_workers().await {
                 Ok(workers) => Some(workers.len()),
                 Err(error) => {
-                    eprintln!(
-                        "warning: CLIENT LIST failed, worker counts unknown (some hosted Redis services disable it): {error}"
-                    );
+                    let why = if session.redis_client().is_some() {
+                        "CLIENT LIST failed, worker counts unknown (some hosted Redis services disable it)"
+                    } else {
+                        "listing the workers failed, worker counts unknown"
+                    };
+                    eprintln!("warning: {why}: {error}");
                     list_workers = false;
                     None
                 }

@@ -1,6 +1,7 @@
-//! Facts about the Redis server itself (what bull-board shows above its queues): version,
-//! memory used, connected clients and operations per second, from one `INFO` call. Shown by
-//! `bullmq queues` and `bullmq top`.
+//! Facts about the server itself (what bull-board shows above its queues), shown by
+//! `bullmq queues` and `bullmq top`: on Redis version, memory used, connected clients and
+//! operations per second, from one `INFO` call; on PostgreSQL the server's major version and
+//! the schema's BullMQ migration, as the backend's open-time checks read them.
 
 use anyhow::{Context as _, Result};
 use bullmq_redis::fred::prelude::{Client, ClientLike};
@@ -25,6 +26,21 @@ pub(crate) struct ServerFacts {
     pub(crate) ops_per_sec: Option<u64>,
     /// `uptime_in_seconds`.
     pub(crate) uptime_secs: Option<u64>,
+    /// On PostgreSQL (instead of the Redis fields, all `None` then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) postgres: Option<PostgresFacts>,
+}
+
+/// What PostgreSQL's open-time checks found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PostgresFacts {
+    /// The server's major version (`server_version_num / 10000`).
+    pub(crate) server_major: i64,
+    /// The BullMQ schema.
+    pub(crate) schema: String,
+    /// `MAX(version)` of the schema's migration ledger.
+    pub(crate) migration: i64,
 }
 
 /// Reads the facts with one `INFO`.
@@ -66,8 +82,27 @@ pub(crate) fn parse(info: &str) -> ServerFacts {
 }
 
 impl ServerFacts {
-    /// `Redis 7.2.4, memory 1.21M, 5 clients, 12 ops/s` (a `?` for what INFO did not say).
+    /// The facts of a PostgreSQL server from its backend's ledger check.
+    pub(crate) fn postgres(ledger: bullmq_postgres::LedgerState, schema: &str) -> Self {
+        Self {
+            postgres: Some(PostgresFacts {
+                server_major: ledger.server_major,
+                schema: schema.to_owned(),
+                migration: ledger.version,
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// `Redis 7.2.4, memory 1.21M, 5 clients, 12 ops/s` (a `?` for what INFO did not say);
+    /// `PostgreSQL 15, schema "jobs" at BullMQ migration 11`.
     pub(crate) fn summary(&self) -> String {
+        if let Some(pg) = &self.postgres {
+            return format!(
+                "PostgreSQL {}, schema {:?} at BullMQ migration {}",
+                pg.server_major, pg.schema, pg.migration
+            );
+        }
         let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "?".to_owned());
         format!(
             "Redis {}, memory {}, {} clients, {} ops/s",
@@ -101,5 +136,25 @@ mod tests {
             "Redis 7.2.4, memory 1.21M, 5 clients, 12 ops/s"
         );
         assert_eq!(parse("").summary(), "Redis ?, memory ?, ? clients, ? ops/s");
+        assert!(serde_json::to_value(&facts)
+            .unwrap()
+            .get("postgres")
+            .is_none());
+        let pg = ServerFacts::postgres(
+            bullmq_postgres::LedgerState {
+                version: 11,
+                min_client_version: 6,
+                server_major: 15,
+            },
+            "jobs",
+        );
+        assert_eq!(
+            pg.summary(),
+            r#"PostgreSQL 15, schema "jobs" at BullMQ migration 11"#
+        );
+        assert_eq!(
+            serde_json::to_value(&pg).unwrap()["postgres"]["migration"],
+            11
+        );
     }
 }

@@ -1,25 +1,30 @@
 //! The queues of a flow: a job's children may live in other queues of the same prefix. Opened
-//! read-only (no `meta` written) on the first queue's connection, once each, and closed
-//! together. Used by `flow` and `remove-unprocessed-children`.
+//! read-only (no `meta` written) once each, on the first queue's connection on Redis, on the
+//! same backend elsewhere, and closed together. Used by `flow`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use anyhow::Result;
+use bullmq_backend::Backend;
 use ractor_bullmq::Queue;
 
 /// The first queue and the others opened so far.
 pub(crate) struct SiblingQueues {
     prefix: String,
     root: Queue,
+    /// Where the others are opened when `root` has no Redis connection to share.
+    backend: Arc<dyn Backend>,
     opened: HashMap<String, Queue>,
 }
 
 impl SiblingQueues {
-    /// Starts from `root`, under `prefix`.
-    pub(crate) fn new(prefix: impl Into<String>, root: Queue) -> Self {
+    /// Starts from `root`, under `prefix`, on `backend` (the one `root` was opened on).
+    pub(crate) fn new(prefix: impl Into<String>, root: Queue, backend: Arc<dyn Backend>) -> Self {
         Self {
             prefix: prefix.into(),
             root,
+            backend,
             opened: HashMap::new(),
         }
     }
@@ -49,7 +54,7 @@ impl SiblingQueues {
             .skip_meta_update(true);
         let queue = match self.root.redis_client() {
             Some(client) => Queue::with_client(name, client.clone(), options).await?,
-            None => Queue::new(name, options).await?,
+            None => Queue::with_backend(name, self.backend.as_ref(), options).await?,
         };
         self.opened.insert(name.to_owned(), queue.clone());
         Ok(queue)

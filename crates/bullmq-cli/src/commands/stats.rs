@@ -1,7 +1,6 @@
 //! `bullmq stats <queue>`: job counts per state, the paused flag and the connected workers.
 
 use anyhow::{Context as _, Result};
-use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::state::JobState;
 use clap::Args;
 use serde_json::{json, Map, Value};
@@ -47,7 +46,11 @@ pub(crate) async fn run(ctx: &Context, args: StatsArgs) -> Result<()> {
     let counts = queue.get_job_counts().await.context("reading job counts")?;
     let paused = queue.is_paused().await.context("reading the paused flag")?;
     let workers = list_workers(&queue).await?;
-    let keys = queue.keys().clone();
+    // Redis: the qualified name (`bull:emails`); PostgreSQL: the name and its schema.
+    let label = match ctx.target()?.schema() {
+        Some(schema) => format!("{} (schema {schema})", args.queue),
+        None => queue.keys().qualified_name().to_owned(),
+    };
     let stats = Stats {
         counts: STATES
             .into_iter()
@@ -60,7 +63,7 @@ pub(crate) async fn run(ctx: &Context, args: StatsArgs) -> Result<()> {
     if ctx.json {
         print_json(&as_json(&args.queue, &stats));
     } else {
-        print!("{}", as_text(&keys, &stats, args.workers));
+        print!("{}", as_text(&label, &stats, args.workers));
     }
     Ok(())
 }
@@ -80,8 +83,8 @@ fn as_json(queue: &str, stats: &Stats) -> Value {
     })
 }
 
-fn as_text(keys: &QueueKeys, stats: &Stats, list_workers: bool) -> String {
-    let mut rows: Vec<(String, String)> = vec![("queue".into(), keys.qualified_name().into())];
+fn as_text(label: &str, stats: &Stats, list_workers: bool) -> String {
+    let mut rows: Vec<(String, String)> = vec![("queue".into(), label.to_owned())];
     rows.extend(
         stats
             .counts
@@ -111,7 +114,7 @@ mod tests {
 
     #[test]
     fn text_and_json_show_every_state() {
-        let keys = QueueKeys::new("bull", "emails");
+        let keys = bullmq_protocol::keys::QueueKeys::new("bull", "emails");
         let stats = Stats {
             counts: STATES.into_iter().zip(1..).collect(),
             paused: true,
@@ -123,7 +126,7 @@ mod tests {
                 idle_secs: 0,
             }],
         };
-        let text = as_text(&keys, &stats, true);
+        let text = as_text(keys.qualified_name(), &stats, true);
         assert!(
             text.starts_with("queue             bull:emails\n"),
             "{text}"

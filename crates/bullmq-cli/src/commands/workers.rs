@@ -1,6 +1,7 @@
 //! `bullmq workers <queue>`: the workers connected to a queue, found the way Node's
 //! `Queue.getWorkers()` finds them — by the names their Redis connections were given with
-//! `CLIENT SETNAME` (also used by `stats`).
+//! `CLIENT SETNAME`, or on PostgreSQL the `application_name` of their LISTEN sessions in
+//! `pg_stat_activity` (also used by `stats`).
 
 use anyhow::{Context as _, Result};
 use clap::Args;
@@ -61,15 +62,16 @@ fn as_text(workers: &[WorkerConnection]) -> String {
     table(&["NAME", "ADDRESS", "CONNECTED FOR", "IDLE"], &rows)
 }
 
-/// One worker connection found in `CLIENT LIST`.
+/// One worker connection found in `CLIENT LIST` (PostgreSQL: one session).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkerConnection {
-    /// The raw connection name (`{prefix}:{base64(queue)}[:w:{worker name}]`).
+    /// The raw connection name (`{prefix}:{base64(queue)}[:w:{worker name}]`; PostgreSQL:
+    /// `{queue}[:w:{worker name}]`).
     pub(crate) name: String,
     /// The worker's own name, when it has one (the part after `:w:`).
     pub(crate) worker_name: Option<String>,
-    /// Client address as Redis reports it.
+    /// Client address as the server reports it (`local` for a PostgreSQL Unix socket).
     pub(crate) addr: String,
     /// Seconds since the connection was opened.
     pub(crate) age_secs: u64,
@@ -92,10 +94,16 @@ impl From<ractor_bullmq::WorkerInfo> for WorkerConnection {
 /// The worker connections of a queue, read by [`ractor_bullmq::Queue::get_workers`] (the
 /// library owns Node's matching rule; this keeps the CLI's own output shape).
 pub(crate) async fn list_workers(queue: &ractor_bullmq::Queue) -> Result<Vec<WorkerConnection>> {
-    let workers = queue
-        .get_workers()
-        .await
-        .context("CLIENT LIST failed (some hosted Redis services disable it)")?;
+    let workers = match queue.redis_client() {
+        Some(_) => queue
+            .get_workers()
+            .await
+            .context("CLIENT LIST failed (some hosted Redis services disable it)")?,
+        None => queue
+            .get_workers()
+            .await
+            .context("listing the workers failed")?,
+    };
     Ok(workers.into_iter().map(WorkerConnection::from).collect())
 }
 

@@ -1,21 +1,19 @@
-//! Reading what `bullmq top` shows from Redis, and the two things it changes (pause / resume
-//! and retrying failed jobs). One Redis connection serves every queue.
+//! Reading what `bullmq top` shows, and the two things it changes (pause / resume and retrying
+//! failed jobs). One Redis connection serves every queue (on PostgreSQL the backend's pool).
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result};
 use bullmq_protocol::state::JobState;
-use bullmq_redis::fred::prelude::{Client, ClientLike};
 use ractor_bullmq::queue::parse_client_lists;
-use ractor_bullmq::{
-    ConnectionConfig, MetricsKind, Queue, QueueError, QueueOptions, RetryFrom, RetryReset,
-};
+use ractor_bullmq::{MetricsKind, Queue, QueueError, RetryFrom, RetryReset};
 
 use super::model::{Failure, QueueSample, Total};
+use crate::commands::session::Session;
 use crate::commands::Context;
 
 /// Queues are looked for again every this many refreshes: SCAN walks the whole keyspace, so
-/// not on every refresh of a busy Redis.
+/// not on every refresh of a busy Redis (each look is the seam's queue discovery).
 const REDISCOVER_EVERY: u64 = 5;
 
 /// How many of the selected queue's failures are read (the screen shows what fits).
@@ -29,31 +27,20 @@ const RETRY_PAGE: i64 = 500;
 
 /// The open connection and the queues found under the prefix.
 pub(crate) struct Sampler {
-    client: Client,
-    config: ConnectionConfig,
-    prefix: String,
+    session: Session,
     queues: BTreeMap<String, Queue>,
     refreshes: u64,
 }
 
 impl Sampler {
-    /// Connects to the Redis of `ctx`.
+    /// Connects to the target of `ctx`.
     ///
     /// # Errors
     ///
-    /// A bad URL, or Redis not answering.
+    /// A bad URL, or the server not answering.
     pub(crate) async fn connect(ctx: &Context) -> Result<Self> {
-        let mut config = crate::commands::connection_config(ctx)?;
-        // A live view must say Redis stopped answering rather than freeze waiting for it.
-        config.command_timeout = COMMAND_TIMEOUT;
-        let client = config
-            .connect(None)
-            .await
-            .with_context(|| format!("cannot connect to Redis at {}", config.target()))?;
         Ok(Self {
-            client,
-            config,
-            prefix: ctx.prefix.clone(),
+            session: Session::connect(ctx, Some(COMMAND_TIMEOUT)).await?,
             queues: BTreeMap::new(),
             refreshes: 0,
         })
@@ -63,22 +50,27 @@ impl Sampler {
     ///
     /// # Errors
     ///
-    /// Redis failing (the caller shows it and tries again next refresh).
+    /// The store failing (the caller shows it and tries again next refresh).
     pub(crate) async fn sample(&mut self) -> Result<Vec<QueueSample>> {
         if self.refreshes % REDISCOVER_EVERY == 0 {
             self.rediscover().await?;
         }
         self.refreshes += 1;
-        // One CLIENT LIST for all queues (what `Queue::get_workers` reads per queue), so a
-        // prefix with many queues costs one listing per refresh, not one each.
-        // On a cluster, every primary's listing.
-        let clients: Vec<String> = bullmq_redis::cluster::client_lists(&self.client)
-            .await
-            .context("CLIENT LIST failed (some hosted Redis services disable it)")?;
+        // On Redis one CLIENT LIST for all queues (what `Queue::get_workers` reads per queue),
+        // so a prefix with many queues costs one listing per refresh, not one each; on a
+        // cluster, every primary's listing. Elsewhere each queue's worker listing.
+        let clients: Option<Vec<String>> = match self.session.redis_client() {
+            Some(client) => Some(
+                bullmq_redis::cluster::client_lists(client)
+                    .await
+                    .context("CLIENT LIST failed (some hosted Redis services disable it)")?,
+            ),
+            None => None,
+        };
         let mut samples = Vec::with_capacity(self.queues.len());
         for (name, queue) in &self.queues {
             samples.push(
-                sample_queue(queue, &clients)
+                sample_queue(queue, clients.as_deref())
                     .await
                     .with_context(|| format!("reading queue {name:?}"))?,
             );
@@ -88,23 +80,18 @@ impl Sampler {
 
     /// The server's facts (`None` when INFO fails: they are not worth failing a refresh).
     pub(crate) async fn server(&self) -> Option<crate::commands::server_facts::ServerFacts> {
-        crate::commands::server_facts::read(&self.client).await.ok()
+        self.session.server_facts().await.ok()
     }
 
     async fn rediscover(&mut self) -> Result<()> {
-        let names = bullmq_redis::queue::discover_queues(&self.client, &self.prefix)
-            .await
-            .with_context(|| format!("looking for queues under prefix {:?}", self.prefix))?;
+        let names = self.session.list_queues().await?;
         self.queues.retain(|name, _| names.contains(name));
         for name in names {
             if self.queues.contains_key(&name) {
                 continue;
             }
             // Watching must not write: the queue's `meta` is left as its owner wrote it.
-            let options = QueueOptions::new(self.config.clone())
-                .prefix(self.prefix.clone())
-                .skip_meta_update(true);
-            let queue = Queue::with_client(name.clone(), self.client.clone(), options).await?;
+            let queue = self.session.open(&name).await?;
             self.queues.insert(name, queue);
         }
         Ok(())
@@ -165,17 +152,20 @@ impl Sampler {
 
     /// Closes the connection.
     pub(crate) async fn close(self) {
-        // Quitting a connection that already broke has nothing left to tell anyone.
-        let _ = self.client.quit().await;
+        self.session.close().await;
     }
 }
 
-/// Counts, paused flag, workers (found in `clients`, the `CLIENT LIST` replies, one per cluster primary) and finished
-/// totals of one queue.
-async fn sample_queue(queue: &Queue, clients: &[String]) -> Result<QueueSample> {
+/// Counts, paused flag, workers (found in `clients`, the `CLIENT LIST` replies, one per
+/// cluster primary, on Redis; else the queue's worker listing) and finished totals of one
+/// queue.
+async fn sample_queue(queue: &Queue, clients: Option<&[String]>) -> Result<QueueSample> {
     let counts = queue.get_job_counts().await?;
     let paused = queue.is_paused().await?;
-    let workers = parse_client_lists(clients, queue.keys()).len();
+    let workers = match clients {
+        Some(clients) => parse_client_lists(clients, queue.keys()).len(),
+        None => queue.get_workers().await?.len(),
+    };
     // Only the totals hash is wanted: the range 0..-1 would read every data point.
     let completed = queue.get_metrics(MetricsKind::Completed, 0, 0).await?;
     let failed = queue.get_metrics(MetricsKind::Failed, 0, 0).await?;
