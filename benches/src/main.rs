@@ -178,9 +178,12 @@ enum Benchmark {
         /// Worker concurrency in the latency scenarios.
         #[arg(long, default_value_t = 50)]
         latency_concurrency: usize,
-        /// Seconds of each commit-floor loop.
+        /// Seconds of each commit-floor loop before and after the scenarios.
         #[arg(long, default_value_t = 3.0)]
         floor_seconds: f64,
+        /// Seconds of the floor loop run right before each side's add and worker scenario.
+        #[arg(long, default_value_t = 1.5)]
+        scenario_floor_seconds: f64,
         /// The document whose "PostgreSQL" section is replaced (appended when it has none).
         #[arg(long, default_value = "docs/benchmarks.md")]
         output: std::path::PathBuf,
@@ -233,6 +236,7 @@ async fn run(cli: Cli) -> Result<()> {
         latency_seconds,
         latency_concurrency,
         floor_seconds,
+        scenario_floor_seconds,
         output,
         no_write,
     } = &cli.benchmark
@@ -246,6 +250,7 @@ async fn run(cli: Cli) -> Result<()> {
             latency_seconds: *latency_seconds,
             latency_concurrency: *latency_concurrency,
             floor_seconds: *floor_seconds,
+            scenario_floor_seconds: *scenario_floor_seconds,
             output: (!no_write).then(|| output.clone()),
             command: format!("cargo run --release -p bullmq-bench -- {}", args.join(" ")),
         };

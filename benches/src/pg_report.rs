@@ -44,6 +44,11 @@ pub(crate) struct PgMeasurement {
     pub(crate) completed_ms: [Option<f64>; 3],
     /// Jobs our worker completed that Node read back as completed with `{ok: true}` / checked.
     pub(crate) compat_checked: Option<String>,
+    /// The commit-floor loop bounding the scenario (`insert_notify ×1`, …), measured right
+    /// before this side's scenario.
+    pub(crate) floor_loop: Option<String>,
+    /// Its commits/s.
+    pub(crate) floor_commits_per_s: Option<f64>,
 }
 
 impl PgMeasurement {
@@ -76,6 +81,20 @@ impl PgMeasurement {
         self.wal_bytes_per_job = delta.wal_bytes.map(|b| b / jobs);
         self.server_cpu_us_per_job = delta.cpu_s.map(|s| s * 1e6 / jobs);
         self
+    }
+
+    /// The floor measured right before the scenario.
+    pub(crate) fn floor(mut self, floor: Option<&FloorMeasurement>) -> Self {
+        self.floor_loop = floor.map(FloorMeasurement::label);
+        self.floor_commits_per_s = floor.map(|f| f.commits_per_s);
+        self
+    }
+
+    /// jobs/s over the floor's commits/s.
+    fn of_floor(&self) -> Option<f64> {
+        self.floor_commits_per_s
+            .filter(|f| *f > 0.0)
+            .map(|f| self.jobs_per_s / f)
     }
 
     /// Prints the measurement as one JSON line on stdout.
@@ -171,23 +190,24 @@ fn find<'a>(results: &'a [PgMeasurement], scenario: &str, imp: &str) -> Option<&
         .find(|m| m.scenario == scenario && m.implementation == imp)
 }
 
-/// Throughput scenarios: ours, Node, the ratio, the commit floor that bounds the scenario and
-/// both sides' fraction of it, and the server's work per job.
-pub(crate) fn throughput_table(results: &[PgMeasurement], floors: &[FloorMeasurement]) -> String {
+/// Throughput scenarios: ours, Node, the ratio, the commit floor that bounds the scenario
+/// (measured right before each side ran) and each side's fraction of it, and the server's work
+/// per job.
+pub(crate) fn throughput_table(results: &[PgMeasurement]) -> String {
     let mut out = String::from(
-        "| scenario | ours jobs/s | Node jobs/s | ours / Node | commit floor (loop) | ours / floor | Node / floor | commits/job ours / Node | WAL fsyncs/job ours / Node | PG CPU µs/job ours / Node | client CPU s ours / Node | add p50 / p99 ms ours | same, Node | compat |\n\
+        "| scenario | ours jobs/s | Node jobs/s | ours / Node | commit floor commits/s before ours / Node (loop) | ours / floor | Node / floor | commits/job ours / Node | WAL fsyncs/job ours / Node | PG CPU µs/job ours / Node | client CPU s ours / Node | add p50 / p99 ms ours | same, Node | compat |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for scenario in scenarios(results, false) {
         let ours = find(results, scenario, "rust");
         let node = find(results, scenario, "node");
-        let floor = floor_of(scenario).and_then(|f| find_floor(floors, f));
-        let of_floor = |m: Option<&PgMeasurement>| {
-            num(
-                m.zip(floor)
-                    .map(|(m, f)| m.jobs_per_s / f.commits_per_s.max(1e-9)),
-                2,
-            )
+        let of_floor = |m: Option<&PgMeasurement>| num(m.and_then(PgMeasurement::of_floor), 2);
+        let floor = match ours.or(node).and_then(|m| m.floor_loop.clone()) {
+            Some(label) => format!(
+                "{} (`{label}`)",
+                pair(ours, node, |m| m.floor_commits_per_s, 0)
+            ),
+            None => "–".to_string(),
         };
         let add = |m: Option<&PgMeasurement>| match m.and_then(|m| m.add_p50_ms.zip(m.add_p99_ms)) {
             Some((p50, p99)) => format!("{p50:.1} / {p99:.1}"),
@@ -199,11 +219,7 @@ pub(crate) fn throughput_table(results: &[PgMeasurement], floors: &[FloorMeasure
             num(ours.map(|m| m.jobs_per_s), 0),
             num(node.map(|m| m.jobs_per_s), 0),
             ratio(ours, node).map_or("–".to_string(), |r| format!("{r:.2}×")),
-            floor.map_or("–".to_string(), |f| format!(
-                "{:.0} (`{}`)",
-                f.commits_per_s,
-                f.label()
-            )),
+            floor,
             of_floor(ours),
             of_floor(node),
             pair(ours, node, |m| m.commits_per_job, 2),
@@ -421,21 +437,19 @@ mod tests {
 
     #[test]
     fn throughput_rows_pair_ours_with_node_and_the_floor() {
-        let mut ours = m("rust", "add", 200.0);
+        let mut ours = m("rust", "add", 200.0).floor(Some(&floor("insert_notify", 1, 400.0)));
         ours.add_p50_ms = Some(4.0);
         ours.add_p99_ms = Some(9.0);
         let results = [
             ours,
-            m("node", "add", 250.0),
-            m("rust", "add_bulk_50", 9000.0),
+            m("node", "add", 250.0).floor(Some(&floor("insert_notify", 1, 250.0))),
+            m("rust", "add_bulk_50", 9000.0).floor(None),
         ];
-        let floors = [
-            floor("insert_notify", 1, 250.0),
-            floor("insert_notify", 10, 400.0),
-        ];
-        let table = throughput_table(&results, &floors);
+        let table = throughput_table(&results);
         assert!(
-            table.contains("| add | 200 | 250 | 0.80× | 250 (`insert_notify ×1`) | 0.80 | 1.00 |"),
+            table.contains(
+                "| add | 200 | 250 | 0.80× | 400 / 250 (`insert_notify ×1`) | 0.50 | 1.00 |"
+            ),
             "{table}"
         );
         assert!(table.contains("| 4.0 / 9.0 | – |"), "{table}");

@@ -268,11 +268,14 @@ impl Server {
     /// The commit floor: `clients` sessions, each committing a one-row `INSERT` (with
     /// `notify`, the same statement also calls `pg_notify`, heard by one LISTEN session, as a
     /// BullMQ add or finish does) as fast as it can for `duration`.
+    /// With `counters`, the server's CPU and WAL syncs per commit are measured too (waiting
+    /// for the statistics to settle before and after).
     pub(crate) async fn commit_floor(
         &self,
         clients: usize,
         notify: bool,
         duration: Duration,
+        counters: bool,
     ) -> Result<FloorMeasurement> {
         let schema = self.schema_name(if notify { "floor_notify" } else { "floor" });
         self.admin
@@ -282,7 +285,9 @@ impl Server {
             ))
             .await
             .context("creating the commit-floor table")?;
-        let result = self.floor_loop(&schema, clients, notify, duration).await;
+        let result = self
+            .floor_loop(&schema, (clients, notify), duration, counters)
+            .await;
         self.drop_schema(&schema).await?;
         result
     }
@@ -290,9 +295,9 @@ impl Server {
     async fn floor_loop(
         &self,
         schema: &str,
-        clients: usize,
-        notify: bool,
+        (clients, notify): (usize, bool),
         duration: Duration,
+        counters: bool,
     ) -> Result<FloorMeasurement> {
         let channel = format!("{schema}_ch");
         let listener = if notify {
@@ -314,7 +319,11 @@ impl Server {
             let statement = client.prepare(&sql).await?;
             sessions.push((client, statement));
         }
-        let before = self.settled_counters().await?;
+        let before = if counters {
+            self.settled_counters().await?
+        } else {
+            Counters::default()
+        };
         let started = Instant::now();
         let deadline = started + duration;
         let tasks: Vec<_> = sessions
@@ -339,7 +348,11 @@ impl Server {
             Some(listener) => Some(listener.stop().await),
             None => None,
         };
-        let delta = self.settled_counters().await?.since(&before);
+        let delta = if counters {
+            self.settled_counters().await?.since(&before)
+        } else {
+            Delta::default()
+        };
         Ok(FloorMeasurement {
             loop_name: if notify { "insert_notify" } else { "insert" },
             clients,

@@ -56,8 +56,10 @@ pub(crate) struct PgBenchConfig {
     pub(crate) latency_seconds: u64,
     /// Worker concurrency in the latency scenarios.
     pub(crate) latency_concurrency: usize,
-    /// Seconds of each commit-floor loop.
+    /// Seconds of each commit-floor loop before and after the scenarios.
     pub(crate) floor_seconds: f64,
+    /// Seconds of the floor loop measured right before each side's scenario.
+    pub(crate) scenario_floor_seconds: f64,
     /// The document whose PostgreSQL section is replaced (`None`: print only).
     pub(crate) output: Option<PathBuf>,
     /// The command line, for the report.
@@ -85,6 +87,21 @@ pub(crate) async fn run(config: &PgBenchConfig) -> Result<String> {
         m.print_json_line();
         results.push(m);
     };
+    let scenario_floor = Duration::from_secs_f64(config.scenario_floor_seconds.max(0.2));
+    // The disk's flush time drifts over minutes on a shared machine, so each side's scenario
+    // is set against the floor measured right before it.
+    let floor_now = |scenario: String| {
+        let server = &server;
+        async move {
+            match pg_report::floor_of(&scenario) {
+                Some((name, clients)) => server
+                    .commit_floor(clients, name == "insert_notify", scenario_floor, false)
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        }
+    };
     let adds = [
         (Scenario::Sequential, 1_500),
         (Scenario::Concurrent(100), 4_000),
@@ -95,36 +112,44 @@ pub(crate) async fn run(config: &PgBenchConfig) -> Result<String> {
     for (scenario, jobs) in adds {
         let jobs = scaled(jobs, config.scale);
         let label = scenario.name();
+        let floor = floor_now(label.clone()).await?;
         push(
             on_fresh_schema(&server, &format!("{label}_rust"), |schema| {
                 ours_add(&server, schema, scenario, jobs)
             })
-            .await?,
+            .await?
+            .floor(floor.as_ref()),
         );
         if config.node {
+            let floor = floor_now(label.clone()).await?;
             push(
                 on_fresh_schema(&server, &format!("{label}_node"), |schema| {
                     node_add(&server, schema, scenario, jobs)
                 })
-                .await?,
+                .await?
+                .floor(floor.as_ref()),
             );
         }
     }
     for (concurrency, jobs) in [(1, 1_500), (50, 6_000)] {
         let jobs = scaled(jobs, config.scale);
         let label = format!("worker_1x{concurrency}");
+        let floor = floor_now(label.clone()).await?;
         push(
             on_fresh_schema(&server, &format!("{label}_rust"), |schema| {
                 ours_worker(&server, schema, concurrency, jobs, config.node)
             })
-            .await?,
+            .await?
+            .floor(floor.as_ref()),
         );
         if config.node {
+            let floor = floor_now(label.clone()).await?;
             push(
                 on_fresh_schema(&server, &format!("{label}_node"), |schema| {
                     node_worker(&server, schema, concurrency, jobs)
                 })
-                .await?,
+                .await?
+                .floor(floor.as_ref()),
             );
         }
     }
@@ -172,7 +197,7 @@ pub(crate) async fn run(config: &PgBenchConfig) -> Result<String> {
 async fn floors(server: &Server, duration: Duration) -> Result<Vec<FloorMeasurement>> {
     let mut out = Vec::new();
     for (clients, notify) in FLOORS {
-        let m = server.commit_floor(clients, notify, duration).await?;
+        let m = server.commit_floor(clients, notify, duration, true).await?;
         print_json_line(&m);
         out.push(m);
     }
@@ -536,16 +561,17 @@ fn render(
         "`add` = one add at a time; `add_concurrent_100` = 100 in flight; `add_bulk_N` = \
          `add_bulk` / `addBulk` in batches of N; `worker_1xC` = a pre-filled queue drained by \
          one worker of C slots (no-op jobs, the clock stops at the last `completed`). \
-         \"commit floor\" = the loop (sessions) that bounds the scenario, measured before the \
-         scenarios: an add is one notifying commit, a finish (fused with the next claim) one \
-         commit, and both sides' pools have 10 connections; \"/ floor\" = jobs/s over that \
-         loop's commits/s. Commits, WAL fsyncs and \
+         \"commit floor\" = the loop (sessions) that bounds the scenario, measured for {} s \
+         right before each side's run (the disk's flush time drifts): an add is one notifying \
+         commit, a finish (fused with the next claim) one commit, and both sides' pools have \
+         10 connections; \"/ floor\" = jobs/s over that loop's commits/s. Commits, WAL fsyncs and \
          PG CPU are the server's deltas over the scenario (every server process; read-only \
          transactions count as commits; anything else on the server counts too), per job. \
          \"compat\" = jobs our worker completed that Node BullMQ read back as completed with \
-         our return value.\n"
+         our return value.\n",
+        config.scenario_floor_seconds
     );
-    out.push_str(&pg_report::throughput_table(results, floors_before));
+    out.push_str(&pg_report::throughput_table(results));
     if let Some(line) = pg_report::best_bulk_line(results) {
         let _ = writeln!(out, "\n{line}");
     }
