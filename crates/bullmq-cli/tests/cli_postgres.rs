@@ -637,7 +637,11 @@ fn schedulers_work_and_a_foreign_prefix_is_refused_in_one_sentence() {
     assert!(upsert.status.success(), "{}", text(&upsert.stderr));
     let listed = schema.bullmq(&["--json", "schedulers", "q"]);
     assert!(listed.status.success(), "{}", text(&listed.stderr));
-    assert!(text(&listed.stdout).contains("\"s\""), "{}", text(&listed.stdout));
+    assert!(
+        text(&listed.stdout).contains("\"s\""),
+        "{}",
+        text(&listed.stdout)
+    );
     let removed = schema.bullmq(&["scheduler", "remove", "q", "s"]);
     assert!(removed.status.success(), "{}", text(&removed.stderr));
     // The schema is the namespace: another --prefix means nothing here.

@@ -214,16 +214,26 @@ impl PgWorkerStore {
                 Ok::<_, PgError>(rows.into_iter().next().map(|r| (token, r)))
             }
         };
+        // Rounds of 1, 2, 4, … pipelined claims, until a round comes back short: a busy
+        // queue fills the slots in a few round trips, and a queue with one job ready costs
+        // one claim, not one per free slot.
         let mut out = Vec::new();
-        match claim_one(self.token(request)).await? {
-            None => return Ok(out),
-            Some(first) => out.push(first),
-        }
-        let rest: Vec<_> = (1..count).map(|_| claim_one(self.token(request))).collect();
-        for claimed in join_all(rest).await {
-            if let Some(job) = claimed? {
-                out.push(job);
+        let mut round = 1usize;
+        let count = count as usize;
+        while out.len() < count {
+            let size = round.min(count - out.len());
+            let claims: Vec<_> = (0..size).map(|_| claim_one(self.token(request))).collect();
+            let mut got = 0;
+            for claimed in join_all(claims).await {
+                if let Some(job) = claimed? {
+                    out.push(job);
+                    got += 1;
+                }
             }
+            if got < size {
+                break;
+            }
+            round *= 2;
         }
         Ok(out)
     }
@@ -623,7 +633,11 @@ impl WorkerStore for PgWorkerStore {
         if fetch.is_some() {
             self.note_generations();
         }
-        let client = self.client("finishing jobs").await?;
+        // One connection for the whole batch, on purpose: its statements commit one after the
+        // other, so their events become visible in id order and Node's QueueEvents (which
+        // reads "ids above the last one seen") misses none of them. Spreading a batch over
+        // several connections shares disk flushes but made Node's reader skip events.
+        let client = &self.client("finishing jobs").await?;
         // The first `fetch.count` completions and failures claim the next job in their own
         // transaction (with the finished job's token, as the protocol's fused functions do).
         let mut fused_left = fetch.map_or(0, |f| f.count);
@@ -644,7 +658,7 @@ impl WorkerStore for PgWorkerStore {
             .iter()
             .map(|finish| {
                 let with = fuse(finish, &mut fused_left);
-                self.finish_one(&client, finish, with)
+                self.finish_one(client, finish, with)
             })
             .collect();
         let mut codes = Vec::with_capacity(finishes.len());
@@ -661,7 +675,7 @@ impl WorkerStore for PgWorkerStore {
             claimed.extend(finished.next);
             limited = limited.max(finished.rate_limited_for);
         }
-        self.collect_metrics(&client, finishes, &codes).await;
+        self.collect_metrics(client, finishes, &codes).await;
         let mut fetched = Fetched {
             rate_limited_for: limited,
             ..Fetched::default()
@@ -675,17 +689,17 @@ impl WorkerStore for PgWorkerStore {
                 // Slots the fused claims did not fill get claims of their own, unless a fused
                 // claim already found nothing to take.
                 if !dry && limited.is_zero() {
-                    let extra = self.claim(&client, request, wanted).await?;
+                    let extra = self.claim(client, request, wanted).await?;
                     claimed.extend(extra);
                 }
                 if claimed.len() < request.count as usize {
-                    self.signal(&client, request, &mut fetched).await?;
+                    self.signal(client, request, &mut fetched).await?;
                     fetched.rate_limited_for = fetched.rate_limited_for.max(limited);
                 }
                 self.gated.store(fetched.gated, Ordering::Release);
             }
         }
-        fetched.jobs = self.to_fetched(&client, claimed).await;
+        fetched.jobs = self.to_fetched(client, claimed).await;
         Ok(FinishReply::new(codes, fetched))
     }
 
