@@ -18,7 +18,8 @@ use std::time::Duration;
 use anyhow::Result;
 use common::*;
 use fred::prelude::{ClientLike, HashesInterface, KeysInterface};
-use ractor_bullmq::store::{ChildRef, FinishCode};
+use ractor_bullmq::protocol::ParentRef;
+use ractor_bullmq::store::FinishCode;
 use ractor_bullmq::worker::{Job, JobContext, WorkerError};
 use ractor_bullmq::{
     DelayedError, Queue, WaitingChildrenError, WaitingError, Worker, WorkerArgs, WorkerOptions,
@@ -93,7 +94,7 @@ async fn step_processor(queue: Queue, job: Job, ctx: JobContext) -> Result<Value
             Step::Wait => {
                 let moved = match &flow.first {
                     Some(first) => {
-                        let child = ChildRef::new(first.clone(), ctx.parent_ref().queue);
+                        let child = ParentRef::new(first.clone(), ctx.parent_ref().queue);
                         ctx.move_to_waiting_children_for(&child).await?
                     }
                     None => ctx.move_to_waiting_children().await?,

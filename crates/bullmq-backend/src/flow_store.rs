@@ -2,21 +2,20 @@
 //! atomic step, and reading a flow back node by node.
 
 use async_trait::async_trait;
-use bullmq_protocol::keys::QueueKeys;
-use bullmq_protocol::JobRecord;
+use bullmq_protocol::{JobRecord, JobRef, QueueId};
 
 use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 use crate::queue::NewJob;
 
 /// One job of a flow insert. A flow is a slice of these, parents before their children; a
-/// child's [`NewJob::parent`] names its parent's job key, and registers the child in its
-/// parent's `:dependencies`.
+/// child's [`NewJob::parent`] names its parent and registers the child among the parent's
+/// pending children.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FlowNodeInsert {
     /// The queue the job is added to.
-    pub queue: QueueKeys,
+    pub queue: QueueId,
     /// The job, with its custom id (a flow producer always gives one, Node a UUID).
     pub job: NewJob,
     /// The job has children in this insert: it is added to `waiting-children` (whatever its
@@ -27,7 +26,7 @@ pub struct FlowNodeInsert {
 
 impl FlowNodeInsert {
     /// `job` in `queue`, with children when `waiting_children`.
-    pub fn new(queue: QueueKeys, job: NewJob, waiting_children: bool) -> Self {
+    pub fn new(queue: QueueId, job: NewJob, waiting_children: bool) -> Self {
         Self {
             queue,
             job,
@@ -45,8 +44,8 @@ pub enum FlowRefusal {
     ParentMissing {
         /// The node's index in the insert.
         index: usize,
-        /// The missing parent's job key.
-        parent_key: String,
+        /// The missing parent.
+        parent: JobRef,
     },
     /// The node at `index` names a job that already exists and is the child of another parent
     /// that still exists (Node -7, `ParentJobCannotBeReplaced`). Node keeps the jobs its
@@ -54,10 +53,10 @@ pub enum FlowRefusal {
     ParentCannotBeReplaced {
         /// The node's index in the insert.
         index: usize,
-        /// The existing job's key.
-        job_key: String,
+        /// The existing job.
+        job: JobRef,
         /// The parent it already has.
-        existing_parent_key: String,
+        existing_parent: JobRef,
     },
 }
 
@@ -77,15 +76,14 @@ pub enum FlowAdded {
 pub struct FlowNodeRead {
     /// The job.
     pub record: JobRecord,
-    /// Its children's job keys (`{prefix}:{queue}:{id}`): processed, unprocessed, failed,
-    /// ignored, in that order (Node `getFlow`'s order), each kind limited to one page of about
-    /// `max_children`.
-    pub children: Vec<String>,
+    /// Its children: processed, unprocessed, failed, ignored, in that order (Node `getFlow`'s
+    /// order), each kind limited to one page of about `max_children`.
+    pub children: Vec<JobRef>,
 }
 
 impl FlowNodeRead {
     /// A node read back.
-    pub fn new(record: JobRecord, children: Vec<String>) -> Self {
+    pub fn new(record: JobRecord, children: Vec<JobRef>) -> Self {
         Self { record, children }
     }
 }
@@ -105,7 +103,7 @@ pub trait FlowStore: BackendName {
     /// exist.
     async fn read_node(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         job_id: &str,
         max_children: u64,
     ) -> BackendResult<Option<FlowNodeRead>> {
@@ -124,7 +122,7 @@ impl<T: FlowStore + ?Sized> FlowStore for std::sync::Arc<T> {
 
     async fn read_node(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         job_id: &str,
         max_children: u64,
     ) -> BackendResult<Option<FlowNodeRead>> {
@@ -134,19 +132,4 @@ impl<T: FlowStore + ?Sized> FlowStore for std::sync::Arc<T> {
     async fn close(&self) -> BackendResult<()> {
         (**self).close().await
     }
-}
-
-/// Splits a job key `{prefix}:{queue}:{id}` as Node's `parseNodeKey` does: the id after the
-/// last `:`, the queue before it, the prefix (which may hold `:`) the rest.
-///
-/// ```
-/// use bullmq_backend::flow_store::split_node_key;
-/// assert_eq!(split_node_key("bull:emails:42"), Some(("bull", "emails", "42")));
-/// assert_eq!(split_node_key("a:b:emails:42"), Some(("a:b", "emails", "42")));
-/// assert_eq!(split_node_key("emails:42"), None);
-/// ```
-pub fn split_node_key(key: &str) -> Option<(&str, &str, &str)> {
-    let (rest, id) = key.rsplit_once(':')?;
-    let (prefix, queue) = rest.rsplit_once(':')?;
-    Some((prefix, queue, id))
 }

@@ -4,26 +4,25 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use bullmq_protocol::JobRef;
 
 use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
 
-/// A parent's children by outcome, keyed by the child's job key (`{prefix}:{queue}:{id}`), as
-/// Node's `job.getDependencies()` returns them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// A parent's children by outcome, each child a [`JobRef`] (Node's `job.getDependencies()`
+/// names them by job key, which is a [`JobRef`]'s `Display`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Dependencies {
     /// Completed children and their return value, parsed as Node's `getDependencies` parses
-    /// it (`:processed`; a value that is not JSON is kept as a JSON string of its text).
-    pub processed: BTreeMap<String, serde_json::Value>,
-    /// Children not finished yet (`:dependencies`), sorted.
-    pub unprocessed: Vec<String>,
-    /// Children that failed with `ignoreDependencyOnFailure`, and their failure reason
-    /// (`:failed`).
-    pub ignored: BTreeMap<String, String>,
-    /// Children whose failure failed the parent (`failParentOnFailure`) (`:unsuccessful`),
-    /// oldest first.
-    pub failed: Vec<String>,
+    /// it (a value that is not JSON is kept as a JSON string of its text).
+    pub processed: BTreeMap<JobRef, serde_json::Value>,
+    /// Children not finished yet, sorted.
+    pub unprocessed: Vec<JobRef>,
+    /// Children that failed with `ignoreDependencyOnFailure`, and their failure reason.
+    pub ignored: BTreeMap<JobRef, String>,
+    /// Children whose failure failed the parent (`failParentOnFailure`), oldest first.
+    pub failed: Vec<JobRef>,
 }
 
 /// How many children a parent has by outcome (Node's `job.getDependenciesCount()`).
@@ -44,10 +43,10 @@ impl Dependencies {
     /// Children by outcome; `processed` holds the return values as stored (JSON text) and is
     /// parsed here.
     pub fn new(
-        processed: BTreeMap<String, String>,
-        unprocessed: Vec<String>,
-        ignored: BTreeMap<String, String>,
-        failed: Vec<String>,
+        processed: BTreeMap<JobRef, String>,
+        unprocessed: Vec<JobRef>,
+        ignored: BTreeMap<JobRef, String>,
+        failed: Vec<JobRef>,
     ) -> Self {
         let processed = processed
             .into_iter()
@@ -95,15 +94,16 @@ pub enum DependencyKind {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DependencyPage {
-    /// Child job keys, with the return value (processed) or failure reason (ignored).
-    pub entries: Vec<(String, Option<String>)>,
-    /// The cursor of the next page; 0 when this was the last (Node's `next…Cursor`).
+    /// The children, with the return value (processed) or failure reason (ignored).
+    pub entries: Vec<(JobRef, Option<String>)>,
+    /// The cursor of the next page, opaque to callers (its meaning is the backend's); 0 when
+    /// this was the last (Node's `next…Cursor`).
     pub next_cursor: u64,
 }
 
 impl DependencyPage {
     /// A page.
-    pub fn new(entries: Vec<(String, Option<String>)>, next_cursor: u64) -> Self {
+    pub fn new(entries: Vec<(JobRef, Option<String>)>, next_cursor: u64) -> Self {
         Self {
             entries,
             next_cursor,
@@ -126,8 +126,8 @@ pub trait JobFlows: BackendName {
     }
 
     /// About `count` children of `job_id` of one `kind`, from `cursor` (0 to start). The
-    /// cursor is the backend's (Redis: `HSCAN` / `SSCAN` cursors, a rank for `Failed`); a page
-    /// may hold more or fewer than `count` entries, and every child is on some page.
+    /// cursor is the backend's own (callers only hand it back); a page may hold more or fewer
+    /// than `count` entries, and every child is on some page.
     async fn get_dependencies_page(
         &self,
         job_id: &str,
@@ -164,7 +164,7 @@ impl<T: JobFlows + ?Sized> JobFlows for std::sync::Arc<T> {
 
 /// A page of `all` (sorted entries) from the rank `cursor`: the reference paging of backends
 /// without cursors of their own.
-pub fn page_of(all: Vec<(String, Option<String>)>, cursor: u64, count: u64) -> DependencyPage {
+pub fn page_of(all: Vec<(JobRef, Option<String>)>, cursor: u64, count: u64) -> DependencyPage {
     let start = usize::try_from(cursor).unwrap_or(usize::MAX);
     let take = usize::try_from(count.max(1)).unwrap_or(usize::MAX);
     let end = start.saturating_add(take);

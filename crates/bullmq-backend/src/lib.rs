@@ -56,7 +56,7 @@ pub mod memory;
 use std::sync::Arc;
 
 pub use backend::{Backend, WorkerStoreOptions};
-pub use bullmq_protocol::{JobRecord, QueueId};
+pub use bullmq_protocol::{JobRecord, JobRef, QueueId};
 pub use capability::{BackendName, Capabilities, Capability};
 pub use error::{BackendError, BackendResult, BoxError};
 pub use events::{EventEntry, EventPublisher, EventStream};
@@ -66,8 +66,8 @@ pub use job_control::{ControlOutcome, JobControl, LockOutcome, RetryFrom, RetryR
 pub use maintenance::{ChildDependency, QueueMaintenance};
 pub use metrics::{Metrics, MetricsKind, MetricsMeta};
 pub use queue::{
-    AddResult, JobEnd, NewJob, ObliterateStep, ParentLink, Producer, QueueAdmin, QueueStore,
-    RemoveOutcome, WorkerInfo,
+    AddResult, JobEnd, NewJob, ObliterateStep, ParentFlags, ParentLink, Producer, QueueAdmin,
+    QueueStore, RemoveOutcome, WorkerInfo,
 };
 pub use queue_control::{GlobalRateLimit, QueueControl};
 pub use schedulers::{JobSchedulers, NextIteration, UpsertOutcome};

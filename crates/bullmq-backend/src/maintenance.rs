@@ -4,6 +4,7 @@
 //! children, and removing orphaned job keys.
 
 use async_trait::async_trait;
+use bullmq_protocol::JobRef;
 
 use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
@@ -64,11 +65,8 @@ pub trait QueueMaintenance: BackendName {
     /// Removes the pending children of `job_id` (its `:dependencies`), recursively, each in its
     /// queue with a `removed` event, skipping locked children and failed ones (Node
     /// `job.removeUnprocessedChildren()`). A parent left without pending children moves to
-    /// `wait`. Returns the job keys (`{prefix}:{queue}:{id}`, as [`Dependencies`] names
-    /// children) of the jobs removed, each after its own children.
-    ///
-    /// [`Dependencies`]: crate::Dependencies
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
+    /// `wait`. Returns the jobs removed, each after its own children.
+    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<JobRef>> {
         unsupported(self, Capability::Maintenance)
     }
 
@@ -108,7 +106,7 @@ impl<T: QueueMaintenance + ?Sized> QueueMaintenance for std::sync::Arc<T> {
         (**self).remove_child_dependency(job_id).await
     }
 
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
+    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<JobRef>> {
         (**self).remove_unprocessed_children(job_id).await
     }
 

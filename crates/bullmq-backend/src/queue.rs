@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bullmq_protocol::state::JobState;
-use bullmq_protocol::JobRecord;
+use bullmq_protocol::{JobRecord, JobRef};
 
 use crate::capability::{unsupported, BackendName, Capability};
 use crate::error::BackendResult;
@@ -77,29 +77,121 @@ impl NewJob {
     }
 }
 
-/// How a child job points at its parent (BullMQ's `parentKey` and `parent` fields).
+/// What a child's failure does to its parent (Node's `failParentOnFailure`,
+/// `continueParentOnFailure`, `ignoreDependencyOnFailure`, `removeDependencyOnFailure`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ParentFlags {
+    /// The parent fails with the child (`fpof`).
+    pub fail_parent: bool,
+    /// The parent goes on (is released) when the child fails (`cpof`).
+    pub continue_parent: bool,
+    /// The failure is recorded among the parent's ignored children (`idof`).
+    pub ignore: bool,
+    /// The child is removed from the parent's dependencies on failure (`rdof`).
+    pub remove: bool,
+}
+
+impl ParentFlags {
+    /// With `fail_parent` set to `on`.
+    #[must_use]
+    pub fn with_fail_parent(mut self, on: bool) -> Self {
+        self.fail_parent = on;
+        self
+    }
+
+    /// With `continue_parent` set to `on`.
+    #[must_use]
+    pub fn with_continue_parent(mut self, on: bool) -> Self {
+        self.continue_parent = on;
+        self
+    }
+
+    /// With `ignore` set to `on`.
+    #[must_use]
+    pub fn with_ignore(mut self, on: bool) -> Self {
+        self.ignore = on;
+        self
+    }
+
+    /// With `remove` set to `on`.
+    #[must_use]
+    pub fn with_remove(mut self, on: bool) -> Self {
+        self.remove = on;
+        self
+    }
+
+    /// The flags Node's job options set: `fail_parent_on_failure`,
+    /// `continue_parent_on_failure`, `ignore_dependency_on_failure`,
+    /// `remove_dependency_on_failure` (each on only when `Some(true)`).
+    pub fn from_options(opts: &bullmq_protocol::JobOptions) -> Self {
+        Self {
+            fail_parent: opts.fail_parent_on_failure == Some(true),
+            continue_parent: opts.continue_parent_on_failure == Some(true),
+            ignore: opts.ignore_dependency_on_failure == Some(true),
+            remove: opts.remove_dependency_on_failure == Some(true),
+        }
+    }
+}
+
+/// How a child job points at its parent (flows).
+///
+/// ```
+/// use bullmq_backend::{JobRef, ParentFlags, ParentLink, QueueId};
+/// let parent = JobRef::new(QueueId::new("bull", "flows"), "1");
+/// let link = ParentLink::new(parent, ParentFlags::default());
+/// assert!(link.register);
+/// assert_eq!(link.parent_key(), "bull:flows:1");
+/// assert_eq!(link.parent_json(), r#"{"id":"1","queueKey":"bull:flows"}"#);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ParentLink {
-    /// The parent's job key, `{prefix}:{queue}:{id}`; it must exist.
-    pub parent_key: String,
-    /// JSON stored as the child's `parent`: `{"id":…,"queueKey":…}` plus flags.
-    pub parent_json: String,
-    /// The parent's dependencies set the child is registered in (`None` to leave it alone).
-    pub dependencies_key: Option<String>,
+    /// The parent; it must exist.
+    pub parent: JobRef,
+    /// What the child's failure does to the parent.
+    pub flags: ParentFlags,
+    /// Register the child among the parent's pending children (Node's add into the parent's
+    /// dependencies); `false` leaves the parent's dependencies alone.
+    pub register: bool,
 }
 
 impl ParentLink {
-    /// A link to `parent_key` described by `parent_json`, registering the child in the parent's
-    /// `{parent_key}:dependencies`.
-    pub fn new(parent_key: impl Into<String>, parent_json: impl Into<String>) -> Self {
-        let parent_key = parent_key.into();
-        let dependencies_key = Some(format!("{parent_key}:dependencies"));
+    /// A link to `parent` with `flags`, registering the child among the parent's pending
+    /// children.
+    pub fn new(parent: JobRef, flags: ParentFlags) -> Self {
         Self {
-            parent_key,
-            parent_json: parent_json.into(),
-            dependencies_key,
+            parent,
+            flags,
+            register: true,
         }
+    }
+
+    /// Node's `parentKey` field of the child: the parent's job key, `{namespace}:{queue}:{id}`
+    /// (for a backend that stores Node's job fields).
+    pub fn parent_key(&self) -> String {
+        self.parent.to_string()
+    }
+
+    /// Node's `parent` field of the child: `{"id":…,"queueKey":…}` plus the flags that are on
+    /// (`fpof`, `rdof`, `idof`, `cpof`), as JSON text (for a backend that stores Node's job
+    /// fields).
+    pub fn parent_json(&self) -> String {
+        let mut info = serde_json::json!({
+            "id": self.parent.id,
+            "queueKey": self.parent.queue.to_string(),
+        });
+        for (flag, on) in [
+            ("fpof", self.flags.fail_parent),
+            ("rdof", self.flags.remove),
+            ("idof", self.flags.ignore),
+            ("cpof", self.flags.continue_parent),
+        ] {
+            if on {
+                info[flag] = serde_json::Value::Bool(true);
+            }
+        }
+        info.to_string()
     }
 }
 
@@ -112,8 +204,8 @@ pub enum AddResult {
     Id(String),
     /// The parent named in [`NewJob::parent`] does not exist; nothing was written (Node -5).
     ParentMissing {
-        /// The missing parent key.
-        parent_key: String,
+        /// The missing parent.
+        parent: JobRef,
     },
 }
 

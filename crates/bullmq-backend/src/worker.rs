@@ -416,10 +416,9 @@ impl StalledReport {
     }
 }
 
-/// A job of a flow, by id and qualified queue (`{prefix}:{queue}`): the `child` a parent may
-/// wait for in [`WorkerStore::move_to_waiting_children`] (Node's `opts.child`). Same shape as a
-/// child's parent option.
-pub type ChildRef = bullmq_protocol::options::ParentRef;
+/// A job of a flow: the `child` a parent may wait for in
+/// [`WorkerStore::move_to_waiting_children`] (Node's `opts.child`).
+pub type ChildRef = bullmq_protocol::JobRef;
 
 /// Answer of [`WorkerStore::move_to_waiting_children`] (Node's `moveToWaitingChildren`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -435,7 +435,10 @@ impl QueueMaintenance for PgQueueStore {
         }
     }
 
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
+    async fn remove_unprocessed_children(
+        &self,
+        job_id: &str,
+    ) -> BackendResult<Vec<bullmq_protocol::JobRef>> {
         // The function returns nothing: the pending descendants are read first and those gone
         // afterwards are the ones it removed.
         let operation = "removing a job's unprocessed children";
@@ -470,7 +473,7 @@ impl QueueMaintenance for PgQueueStore {
                 )
                 .await?;
             if gone[0].get::<_, bool>(0) {
-                removed.push(self.seam_key(&key));
+                removed.push(self.job_ref(&key));
             }
         }
         Ok(removed)

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use bullmq_backend::{
     BackendError, BackendResult, FlowAdded, FlowNodeInsert, FlowNodeRead, FlowRefusal, FlowStore,
 };
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 use serde_json::Value;
 
 use crate::db::Db;
@@ -31,13 +31,13 @@ impl PgFlowStore {
         Self { db }
     }
 
-    /// The store of `keys`' queue (checking its prefix).
-    fn store(&self, keys: &QueueKeys) -> PgResult<PgQueueStore> {
-        keys::check_prefix(keys.prefix(), self.db.schema())?;
+    /// The store of `queue` (checking its namespace).
+    fn store(&self, queue: &QueueId) -> PgResult<PgQueueStore> {
+        keys::check_prefix(queue.namespace(), self.db.schema())?;
         Ok(PgQueueStore::new(
             self.db.clone(),
-            keys.name(),
-            keys.prefix(),
+            queue.name(),
+            queue.namespace(),
         ))
     }
 
@@ -79,27 +79,36 @@ impl PgFlowStore {
         };
         let node = &nodes[index];
         let refusal = if slots[index] == "-5" {
-            FlowRefusal::ParentMissing {
-                index,
-                parent_key: node
-                    .job
-                    .parent
-                    .as_ref()
-                    .map(|p| p.parent_key.clone())
-                    .unwrap_or_default(),
+            match &node.job.parent {
+                Some(link) => FlowRefusal::ParentMissing {
+                    index,
+                    parent: link.parent.clone(),
+                },
+                None => {
+                    return Err(PgError::Reply {
+                        operation,
+                        detail: format!("node {index} was refused for a parent it does not name"),
+                    })
+                }
             }
         } else {
             // Read inside the transaction: the job still names the parent it kept.
             let id = node.job.custom_id.clone().unwrap_or_default();
             match stores[index].parent_taken(&tx, &id).await {
                 PgError::ParentCannotBeReplaced {
-                    job_key,
                     existing_parent_key,
-                } => FlowRefusal::ParentCannotBeReplaced {
-                    index,
-                    job_key,
-                    existing_parent_key,
-                },
+                    ..
+                } => {
+                    let store = &stores[index];
+                    let existing = existing_parent_key
+                        .strip_prefix(&format!("{}:", store.prefix))
+                        .unwrap_or(&existing_parent_key);
+                    FlowRefusal::ParentCannotBeReplaced {
+                        index,
+                        job: store.job_ref(&keys::pg_key(&store.queue, &id)),
+                        existing_parent: store.job_ref(existing),
+                    }
+                }
                 other => return Err(other),
             }
         };
@@ -109,7 +118,7 @@ impl PgFlowStore {
 
     async fn read(
         &self,
-        keys: &QueueKeys,
+        keys: &QueueId,
         job_id: &str,
         max_children: u64,
     ) -> BackendResult<Option<FlowNodeRead>> {
@@ -140,7 +149,7 @@ impl PgFlowStore {
                 &[&store.queue, &job_id, &limit],
             )
             .await?;
-        let children = children.iter().map(|r| store.seam_key(r.get(0))).collect();
+        let children = children.iter().map(|r| store.job_ref(r.get(0))).collect();
         Ok(Some(FlowNodeRead::new(record, children)))
     }
 }
@@ -159,7 +168,7 @@ impl FlowStore for PgFlowStore {
 
     async fn read_node(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         job_id: &str,
         max_children: u64,
     ) -> BackendResult<Option<FlowNodeRead>> {

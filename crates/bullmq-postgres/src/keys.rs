@@ -1,13 +1,14 @@
-//! The seam's Redis-shaped job references at this backend's edge.
+//! The seam's job references ([`JobRef`]: a queue in a namespace, and an id) at this
+//! backend's edge.
 //!
-//! The seam names a job `{prefix}:{queue}:{id}` and a queue `{prefix}:{queue}`; the protocol
-//! has no prefix (the schema is the namespace) and stores a parent as `parent_queue` = the
+//! The protocol has no namespace (the schema is it) and stores a parent as `parent_queue` = the
 //! plain queue name plus `parent_key` = `<queue>:<id>`, and a child in `job_dependency` as
-//! `child_key` = `<queue>:<id>`. A prefix is accepted when it is Node's default (`bull`) or the
-//! schema; what this backend hands back carries the prefix the caller opened the store with.
+//! `child_key` = `<queue>:<id>`. A namespace is accepted when it is Node's default (`bull`) or
+//! the schema; what this backend hands back carries the namespace the caller opened the store
+//! with. `JobRecord`'s raw `parent_key` / `parent.queue_key` keep Node's display form
+//! `{namespace}:{queue}[:{id}]`.
 
-use bullmq_backend::flow_store::split_node_key;
-use bullmq_protocol::JobRecord;
+use bullmq_protocol::{JobRecord, JobRef, QueueId};
 
 use crate::error::PgError;
 
@@ -24,16 +25,17 @@ pub(crate) fn check_prefix(prefix: &str, schema: &str) -> Result<(), PgError> {
     })
 }
 
-/// A job key of the seam (`{prefix}:{queue}:{id}`) as the protocol's `(queue, id)`.
-pub(crate) fn job_of<'k>(key: &'k str, schema: &str) -> Result<(&'k str, &'k str), PgError> {
-    let Some((prefix, queue, id)) = split_node_key(key) else {
-        return Err(PgError::Reply {
-            operation: "reading a job key",
-            detail: format!("`{key}` is not a job key `{{prefix}}:{{queue}}:{{id}}`"),
-        });
-    };
-    check_prefix(prefix, schema)?;
-    Ok((queue, id))
+/// A job of the seam as the protocol's `(queue, id)`, once its namespace is checked.
+pub(crate) fn job_of<'k>(job: &'k JobRef, schema: &str) -> Result<(&'k str, &'k str), PgError> {
+    check_prefix(job.queue.namespace(), schema)?;
+    Ok((job.queue.name(), job.id.as_str()))
+}
+
+/// The protocol's `<queue>:<id>` as the seam's reference in `namespace` (queue names hold no
+/// `:`, as Node refuses them).
+pub(crate) fn job_ref(namespace: &str, pg_key: &str) -> JobRef {
+    let (queue, id) = pg_key.split_once(':').unwrap_or(("", pg_key));
+    JobRef::new(QueueId::new(namespace, queue), id)
 }
 
 /// The protocol's `<queue>:<id>` (a `parent_key` or a `child_key`).
@@ -67,9 +69,14 @@ mod tests {
         assert!(check_prefix("bull", "s").is_ok());
         assert!(check_prefix("s", "s").is_ok());
         assert!(check_prefix("other", "s").is_err());
-        assert_eq!(job_of("bull:emails:42", "s").unwrap(), ("emails", "42"));
-        assert!(job_of("x:emails:42", "s").is_err());
-        assert!(job_of("emails", "s").is_err());
+        let job = JobRef::new(QueueId::new("bull", "emails"), "42");
+        assert_eq!(job_of(&job, "s").unwrap(), ("emails", "42"));
+        let other = JobRef::new(QueueId::new("x", "emails"), "42");
+        assert!(job_of(&other, "s").is_err());
         assert_eq!(seam_key("bull", &pg_key("q", "1")), "bull:q:1");
+        assert_eq!(
+            job_ref("bull", "q:a:b"),
+            JobRef::new(QueueId::new("bull", "q"), "a:b")
+        );
     }
 }

@@ -49,9 +49,9 @@ pub(crate) struct PgParent {
 }
 
 impl PgParent {
-    /// The parent named by the seam's `parent_key` (`{prefix}:{queue}:{id}`).
+    /// The parent a link names.
     pub(crate) fn of(link: &ParentLink, schema: &str) -> PgResult<Self> {
-        let (queue, id) = keys::job_of(&link.parent_key, schema)?;
+        let (queue, id) = keys::job_of(&link.parent, schema)?;
         Ok(Self {
             queue: queue.to_owned(),
             id: id.to_owned(),
@@ -165,6 +165,11 @@ impl PgQueueStore {
         keys::seam_key(&self.prefix, pg_key)
     }
 
+    /// The protocol's `<queue>:<id>` as the seam's reference, in this store's namespace.
+    pub(crate) fn job_ref(&self, pg_key: &str) -> bullmq_protocol::JobRef {
+        keys::job_ref(&self.prefix, pg_key)
+    }
+
     async fn add_one(&self, job: &NewJob) -> PgResult<AddResult> {
         let args = AddArgs::of(job, self.db.schema(), false)?;
         let client = self.db.client("adding a job").await?;
@@ -205,13 +210,12 @@ impl PgQueueStore {
             Err(e) => PgError::sql("adding a job")(e),
         };
         match error.bullmq_code() {
-            Some(PARENT_MISSING) => Ok(AddResult::ParentMissing {
-                parent_key: job
-                    .parent
-                    .as_ref()
-                    .map(|p| p.parent_key.clone())
-                    .unwrap_or_default(),
-            }),
+            Some(PARENT_MISSING) => match &job.parent {
+                Some(link) => Ok(AddResult::ParentMissing {
+                    parent: link.parent.clone(),
+                }),
+                None => Err(error),
+            },
             Some(PARENT_CANNOT_BE_REPLACED) => Err(self.parent_taken(&client, &args.id).await),
             _ => Err(error),
         }
@@ -282,12 +286,11 @@ impl PgQueueStore {
             .into_iter()
             .zip(jobs)
             .map(|(slot, job)| match slot.as_str() {
-                "-5" => AddResult::ParentMissing {
-                    parent_key: job
-                        .parent
-                        .as_ref()
-                        .map(|p| p.parent_key.clone())
-                        .unwrap_or_default(),
+                "-5" => match &job.parent {
+                    Some(link) => AddResult::ParentMissing {
+                        parent: link.parent.clone(),
+                    },
+                    None => AddResult::Id(slot),
                 },
                 _ => AddResult::Id(slot),
             })
@@ -344,7 +347,7 @@ impl PgQueueStore {
         &self,
         job_id: &str,
         status: &'static str,
-    ) -> PgResult<Vec<(String, Option<String>)>> {
+    ) -> PgResult<Vec<(bullmq_protocol::JobRef, Option<String>)>> {
         let value = if status == "processed" {
             "value::text"
         } else {
@@ -364,7 +367,7 @@ impl PgQueueStore {
             .await?;
         Ok(rows
             .iter()
-            .map(|r| (self.seam_key(r.get(0)), r.get(1)))
+            .map(|r| (self.job_ref(r.get(0)), r.get(1)))
             .collect())
     }
 }
@@ -840,7 +843,7 @@ impl JobUpdates for PgQueueStore {
 #[async_trait]
 impl JobFlows for PgQueueStore {
     async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
-        let processed: BTreeMap<String, String> = self
+        let processed: BTreeMap<bullmq_protocol::JobRef, String> = self
             .dependency_rows(job_id, "processed")
             .await?
             .into_iter()

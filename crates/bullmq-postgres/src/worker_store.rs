@@ -813,11 +813,7 @@ impl WorkerStore for PgWorkerStore {
             // The protocol's function has no child parameter: check that this child is still
             // pending first (a child finishing right after this read is then waited for in
             // vain until its parent is released; weaker than Redis' one-script check).
-            let child_key = format!(
-                "{}:{}",
-                child.queue.rsplit(':').next().unwrap_or(""),
-                child.id
-            );
+            let child_key = crate::keys::pg_key(child.queue.name(), &child.id);
             let pending = client
                 .query_one(
                     "SELECT EXISTS (SELECT 1 FROM job_dependency WHERE parent_queue = $1 \

@@ -4,20 +4,20 @@
 
 mod common;
 
-use bullmq_backend::{AddResult, Backend, NewJob, ParentLink, QueueStore};
+use bullmq_backend::{AddResult, Backend, NewJob, ParentFlags, ParentLink, QueueStore};
 use bullmq_postgres::PgError;
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::JobState;
-use bullmq_protocol::QueueId;
+use bullmq_protocol::{JobRef, QueueId};
+
+fn job(keys: &QueueKeys, id: &str) -> JobRef {
+    JobRef::new(QueueId::from(keys), id)
+}
 
 fn child(keys: &QueueKeys, id: &str, parent: &str) -> NewJob {
-    let json = format!(
-        r#"{{"id":"{parent}","queueKey":"{}"}}"#,
-        keys.qualified_name()
-    );
     NewJob::new(id, "{}", "{}", bullmq_backend::now_ms())
         .with_custom_id(id)
-        .with_parent(ParentLink::new(keys.job(parent), json))
+        .with_parent(ParentLink::new(job(keys, parent), ParentFlags::default()))
 }
 
 async fn add(store: &dyn QueueStore, job: NewJob) -> String {
@@ -86,7 +86,7 @@ async fn a_child_of_another_parent_is_refused_and_a_bulk_that_meets_one_writes_n
         added,
         [
             AddResult::ParentMissing {
-                parent_key: keys.job("nowhere")
+                parent: job(&keys, "nowhere")
             },
             AddResult::Id("kept".into()),
         ]
@@ -94,7 +94,7 @@ async fn a_child_of_another_parent_is_refused_and_a_bulk_that_meets_one_writes_n
     assert_eq!(store.get_state("lost").await.unwrap(), JobState::Unknown);
     assert_eq!(
         store.get_dependencies("p2").await.unwrap().unprocessed,
-        [keys.job("kept")]
+        [job(&keys, "kept")]
     );
     let kept = store.get_job("kept").await.unwrap().expect("kept");
     let parent = kept.parent.expect("parent");

@@ -119,6 +119,9 @@ pub enum DecodeReason {
     InvalidNumber(String),
     /// A field without which the job is unusable is absent.
     Missing,
+    /// A flow reference (a parent's child, a child's parent) is not a job key
+    /// `{prefix}:{queue}:{id}`.
+    InvalidJobKey(String),
     /// The value (or the field's name) is binary, not UTF-8 text, so nothing of the job can
     /// be read as BullMQ writes it (another client wrote raw bytes).
     NotUtf8 {
@@ -135,6 +138,12 @@ impl fmt::Display for DecodeReason {
             Self::InvalidJson(e) => write!(f, "holds invalid JSON: {e}"),
             Self::InvalidNumber(v) => write!(f, "is {v:?}, not an integer"),
             Self::Missing => f.write_str("is missing"),
+            Self::InvalidJobKey(key) => {
+                write!(
+                    f,
+                    "holds {key:?}, not a job key {{prefix}}:{{queue}}:{{id}}"
+                )
+            }
             Self::NotUtf8 { bytes, valid_up_to } => write!(
                 f,
                 "is not valid UTF-8 (binary data: invalid byte at offset {valid_up_to} of {bytes})"

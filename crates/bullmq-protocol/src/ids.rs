@@ -1,5 +1,5 @@
-//! Backend-neutral identities: [`QueueId`], which queue a call is about, whatever the backend
-//! stores it as.
+//! Backend-neutral identities: [`QueueId`], which queue a call is about, and [`JobRef`], which
+//! job of which queue, whatever the backend stores them as.
 
 use crate::keys::{QueueKeys, DEFAULT_PREFIX};
 
@@ -69,6 +69,41 @@ impl From<&QueueKeys> for QueueId {
 impl From<&QueueId> for QueueKeys {
     fn from(id: &QueueId) -> Self {
         id.keys()
+    }
+}
+
+/// One job of one queue: a flow's parent or child, by value (never a backend's key).
+///
+/// Ordered by queue, then id; displayed as `{namespace}:{name}:{id}`, which is Node's job key
+/// (its `parentKey`, and the keys of `job.getDependencies()`).
+///
+/// ```
+/// use bullmq_protocol::ids::{JobRef, QueueId};
+/// let job = JobRef::new(QueueId::new("bull", "emails"), "42");
+/// assert_eq!(job.to_string(), "bull:emails:42");
+/// assert_eq!(job.queue.name(), "emails");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobRef {
+    /// The job's queue.
+    pub queue: QueueId,
+    /// The job's id in that queue.
+    pub id: String,
+}
+
+impl JobRef {
+    /// Job `id` of `queue`.
+    pub fn new(queue: QueueId, id: impl Into<String>) -> Self {
+        Self {
+            queue,
+            id: id.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for JobRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.queue, self.id)
     }
 }
 

@@ -51,7 +51,7 @@ pub use backoff::{backoff_delay, BackoffDelay};
 pub use error::{DecodeError, DecodeReason, ParseJobStateError, ValidationError};
 pub use error_code::{ScriptErrorCode, ScriptErrorContext};
 pub use events::{Event, StreamEvent};
-pub use ids::QueueId;
+pub use ids::{JobRef, QueueId};
 pub use job_record::{JobRecord, ParentInfo};
 pub use options::{Backoff, BackoffKind, Deduplication, JobOptions, KeepJobs, ParentRef};
 pub use state::JobState;

@@ -661,4 +661,31 @@ impl ParentRef {
     pub fn job_key(&self) -> String {
         format!("{}:{}", self.queue, self.id)
     }
+
+    /// The parent as a [`JobRef`](crate::ids::JobRef): the qualified queue split at its last
+    /// `:` into namespace (the prefix, which may hold `:`) and queue name. `None` when the
+    /// queue is not qualified (no `:`), so it names no queue.
+    ///
+    /// ```
+    /// use bullmq_protocol::ParentRef;
+    /// let parent = ParentRef::new("7", "bull:flows").job_ref().unwrap();
+    /// assert_eq!((parent.queue.namespace(), parent.queue.name(), parent.id.as_str()), ("bull", "flows", "7"));
+    /// assert_eq!(ParentRef::from(&parent), ParentRef::new("7", "bull:flows"));
+    /// assert!(ParentRef::new("7", "flows").job_ref().is_none());
+    /// ```
+    #[must_use]
+    pub fn job_ref(&self) -> Option<crate::ids::JobRef> {
+        let (namespace, name) = self.queue.rsplit_once(':')?;
+        Some(crate::ids::JobRef::new(
+            crate::ids::QueueId::new(namespace, name),
+            self.id.clone(),
+        ))
+    }
+}
+
+impl From<&crate::ids::JobRef> for ParentRef {
+    /// Node's option shape of `job`: its id and qualified queue `{namespace}:{name}`.
+    fn from(job: &crate::ids::JobRef) -> Self {
+        Self::new(job.id.clone(), job.queue.to_string())
+    }
 }

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod connection;
 pub mod error;
 pub mod events;
+pub mod node_key;
 pub mod script;
 
 pub use backend::{

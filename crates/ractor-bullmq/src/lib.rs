@@ -25,7 +25,7 @@ pub mod worker;
 pub use bullmq_backend::GlobalRateLimit;
 /// A flow parent's children (`Queue::get_dependencies`, `Job::get_dependencies`): by outcome,
 /// their counts, one page of one kind.
-pub use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, DependencyPage};
+pub use bullmq_backend::{DependencyCounts, DependencyKind};
 /// Job control options: which finished set a retry takes from, what it resets (see
 /// [`Queue::retry_job`]).
 pub use bullmq_backend::{RetryFrom, RetryReset};
@@ -53,6 +53,7 @@ pub use queue::{
     PromoteJobsOptions, Queue, QueueMeta, QueueOptions, RateLimitTtl, RemoveOptions,
     RetryJobsOptions, WorkerInfo,
 };
+pub use queue::{Dependencies, DependencyPage};
 pub use runtime::{Runtime, RuntimeOptions};
 pub use supervision::RuntimeEvent;
 pub use telemetry::{Metrics, MetricsKind};

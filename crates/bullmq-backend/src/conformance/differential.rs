@@ -37,7 +37,7 @@ impl Rng {
 
 /// One backend's stores of the queue, and the jobs its worker holds.
 struct Side {
-    base: String,
+    id: QueueId,
     queue: Arc<dyn QueueStore>,
     worker: Arc<dyn WorkerStore>,
     events: Arc<dyn EventStream>,
@@ -45,10 +45,18 @@ struct Side {
 }
 
 impl Side {
+    /// A link to parent `id` of this side's queue, registering the child, no flags.
+    fn parent_link(&self, id: &str) -> crate::ParentLink {
+        crate::ParentLink::new(
+            crate::JobRef::new(self.id.clone(), id),
+            crate::ParentFlags::default(),
+        )
+    }
+
     async fn open(backend: &Arc<dyn Backend>, queue: &str) -> Self {
         let id = QueueId::new("bull", queue);
         Self {
-            base: id.keys().base().to_owned(),
+            id: id.clone(),
             queue: backend.queue_store(&id).await.expect("queue store"),
             worker: backend
                 .worker_store(&id, &WorkerStoreOptions::default())
@@ -370,13 +378,8 @@ async fn step(side: &mut Side, op: u64, arg: u64, arg2: u64) -> String {
                 }
                 if arg % 3 != 0 {
                     // As a step job does: a child first, then wait for it.
-                    let parent_json = format!(
-                        r#"{{"id":"{id}","queueKey":"{}"}}"#,
-                        side.base.trim_end_matches(':')
-                    );
-                    let child = NewJob::new("step-child", "{}", "{}", ts).with_parent(
-                        crate::ParentLink::new(format!("{}{id}", side.base), parent_json),
-                    );
+                    let child = NewJob::new("step-child", "{}", "{}", ts)
+                        .with_parent(side.parent_link(&id));
                     side.queue.add(&child).await.expect("add child");
                 }
                 let outcome = side
@@ -440,13 +443,7 @@ async fn step(side: &mut Side, op: u64, arg: u64, arg2: u64) -> String {
         17 => {
             // A child of a random job (missing parents are refused).
             let parent = (arg % 25 + 1).to_string();
-            let parent_key = format!("{}{parent}", side.base);
-            let parent_json = format!(
-                r#"{{"id":"{parent}","queueKey":"{}"}}"#,
-                side.base.trim_end_matches(':')
-            );
-            let job = NewJob::new("child", "{}", "{}", ts)
-                .with_parent(crate::ParentLink::new(parent_key, parent_json));
+            let job = NewJob::new("child", "{}", "{}", ts).with_parent(side.parent_link(&parent));
             format!("{:?}", side.queue.add(&job).await.expect("add child"))
         }
         18 if arg % 8 == 0 => {

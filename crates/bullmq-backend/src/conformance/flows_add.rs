@@ -2,27 +2,24 @@
 
 use std::sync::Arc;
 
-use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::state::JobState;
+use bullmq_protocol::{JobRef, QueueId};
 
 use super::{Ctx, Retention};
 use crate::flow_store::{FlowAdded, FlowNodeInsert, FlowRefusal};
-use crate::queue::{NewJob, ParentLink};
+use crate::queue::{NewJob, ParentFlags, ParentLink};
 use crate::Backend;
 
 fn node(
-    queue: &QueueKeys,
+    queue: &QueueId,
     id: &str,
-    parent: Option<(&QueueKeys, &str)>,
+    parent: Option<(&QueueId, &str)>,
     waiting: bool,
 ) -> FlowNodeInsert {
     let mut job = NewJob::new(id, "{}", "{\"attempts\":0}", crate::now_ms()).with_custom_id(id);
     if let Some((parent_queue, parent_id)) = parent {
-        let json = format!(
-            r#"{{"id":"{parent_id}","queueKey":"{}"}}"#,
-            parent_queue.qualified_name()
-        );
-        job = job.with_parent(ParentLink::new(parent_queue.job(parent_id), json));
+        let parent = JobRef::new(parent_queue.clone(), parent_id);
+        job = job.with_parent(ParentLink::new(parent, ParentFlags::default()));
     }
     FlowNodeInsert::new(queue.clone(), job, waiting)
 }
@@ -49,10 +46,10 @@ pub async fn flow_add_places_parents_and_children(backend: Arc<dyn Backend>, que
     let b = Ctx::new(backend.clone(), &format!("{queue}-b")).await;
     let flows = backend.flow_store().await.expect("flow store");
     let nodes = [
-        node(&a.keys, "root", None, true),
-        node(&b.keys, "mid", Some((&a.keys, "root")), true),
-        node(&a.keys, "leaf-1", Some((&b.keys, "mid")), false),
-        node(&b.keys, "leaf-2", Some((&a.keys, "root")), false),
+        node(&a.id, "root", None, true),
+        node(&b.id, "mid", Some((&a.id, "root")), true),
+        node(&a.id, "leaf-1", Some((&b.id, "mid")), false),
+        node(&b.id, "leaf-2", Some((&a.id, "root")), false),
     ];
     let added = ids(flows.add_flow(&nodes).await.expect("add_flow"));
     assert_eq!(added, ["root", "mid", "leaf-1", "leaf-2"]);
@@ -63,11 +60,11 @@ pub async fn flow_add_places_parents_and_children(backend: Arc<dyn Backend>, que
     let root_deps = a.queue.get_dependencies("root").await.expect("deps");
     assert_eq!(
         root_deps.unprocessed,
-        [b.keys.job("leaf-2"), b.keys.job("mid")],
+        [b.job("leaf-2"), b.job("mid")],
         "root waits for mid and leaf-2"
     );
     let mid_deps = b.queue.get_dependencies("mid").await.expect("deps");
-    assert_eq!(mid_deps.unprocessed, [a.keys.job("leaf-1")]);
+    assert_eq!(mid_deps.unprocessed, [a.job("leaf-1")]);
     let leaf = a.queue.get_job("leaf-1").await.unwrap().expect("leaf-1");
     assert_eq!(leaf.parent_key.as_deref(), Some(b.keys.job("mid").as_str()));
 
@@ -114,8 +111,8 @@ pub async fn flow_add_attaches_existing_children(backend: Arc<dyn Backend>, queu
 
     let added = ids(flows
         .add_flow(&[
-            node(&c.keys, "p1", None, true),
-            node(&c.keys, "done", Some((&c.keys, "p1")), false),
+            node(&c.id, "p1", None, true),
+            node(&c.id, "done", Some((&c.id, "p1")), false),
         ])
         .await
         .expect("add_flow"));
@@ -127,7 +124,7 @@ pub async fn flow_add_attaches_existing_children(backend: Arc<dyn Backend>, queu
     );
     let deps = c.queue.get_dependencies("p1").await.expect("deps");
     assert_eq!(
-        deps.processed.get(&c.keys.job("done")),
+        deps.processed.get(&c.job("done")),
         Some(&serde_json::json!({"ok": 1}))
     );
     assert!(deps.unprocessed.is_empty());
@@ -136,14 +133,14 @@ pub async fn flow_add_attaches_existing_children(backend: Arc<dyn Backend>, queu
         .await;
     ids(flows
         .add_flow(&[
-            node(&c.keys, "p2", None, true),
-            node(&c.keys, "pending", Some((&c.keys, "p2")), false),
+            node(&c.id, "p2", None, true),
+            node(&c.id, "pending", Some((&c.id, "p2")), false),
         ])
         .await
         .expect("add_flow"));
     assert_eq!(c.state("p2").await, JobState::WaitingChildren);
     let deps = c.queue.get_dependencies("p2").await.expect("deps");
-    assert_eq!(deps.unprocessed, [c.keys.job("pending")]);
+    assert_eq!(deps.unprocessed, [c.job("pending")]);
     assert_eq!(c.events_named("duplicated").await.len(), 2);
     let _ = flows.close().await;
     c.close().await;
@@ -156,8 +153,8 @@ pub async fn flow_add_refusals_write_nothing(backend: Arc<dyn Backend>, queue: &
     let flows = backend.flow_store().await.expect("flow store");
     let refused = flows
         .add_flow(&[
-            node(&c.keys, "r", Some((&c.keys, "nowhere")), true),
-            node(&c.keys, "c", Some((&c.keys, "r")), false),
+            node(&c.id, "r", Some((&c.id, "nowhere")), true),
+            node(&c.id, "c", Some((&c.id, "r")), false),
         ])
         .await
         .expect("add_flow");
@@ -165,34 +162,34 @@ pub async fn flow_add_refusals_write_nothing(backend: Arc<dyn Backend>, queue: &
         refused,
         FlowAdded::Refused(FlowRefusal::ParentMissing {
             index: 0,
-            parent_key: c.keys.job("nowhere")
+            parent: c.job("nowhere")
         })
     );
     assert_eq!(c.state("r").await, JobState::Unknown);
     assert_eq!(c.state("c").await, JobState::Unknown);
 
     // Malformed options on a later node fail the call before the first write.
-    let mut bad = node(&c.keys, "bad", Some((&c.keys, "r2")), false);
+    let mut bad = node(&c.id, "bad", Some((&c.id, "r2")), false);
     bad.job.opts = "not json".into();
     assert!(flows
-        .add_flow(&[node(&c.keys, "r2", None, true), bad])
+        .add_flow(&[node(&c.id, "r2", None, true), bad])
         .await
         .is_err());
     assert_eq!(c.state("r2").await, JobState::Unknown, "nothing written");
 
     ids(flows
         .add_flow(&[
-            node(&c.keys, "owner", None, true),
-            node(&c.keys, "taken", Some((&c.keys, "owner")), false),
+            node(&c.id, "owner", None, true),
+            node(&c.id, "taken", Some((&c.id, "owner")), false),
         ])
         .await
         .expect("add_flow"));
     let before = c.all_events().await.len();
     let refused = flows
         .add_flow(&[
-            node(&c.keys, "other", None, true),
-            node(&c.keys, "fresh", Some((&c.keys, "other")), false),
-            node(&c.keys, "taken", Some((&c.keys, "other")), false),
+            node(&c.id, "other", None, true),
+            node(&c.id, "fresh", Some((&c.id, "other")), false),
+            node(&c.id, "taken", Some((&c.id, "other")), false),
         ])
         .await
         .expect("add_flow");
@@ -200,8 +197,8 @@ pub async fn flow_add_refusals_write_nothing(backend: Arc<dyn Backend>, queue: &
         refused,
         FlowAdded::Refused(FlowRefusal::ParentCannotBeReplaced {
             index: 2,
-            job_key: c.keys.job("taken"),
-            existing_parent_key: c.keys.job("owner"),
+            job: c.job("taken"),
+            existing_parent: c.job("owner"),
         })
     );
     assert_eq!(c.state("other").await, JobState::Unknown, "nothing written");
@@ -218,9 +215,9 @@ pub async fn flow_read_node_lists_children(backend: Arc<dyn Backend>, queue: &st
     let flows = backend.flow_store().await.expect("flow store");
     ids(flows
         .add_flow(&[
-            node(&c.keys, "root", None, true),
-            node(&c.keys, "k1", Some((&c.keys, "root")), false),
-            node(&c.keys, "k2", Some((&c.keys, "root")), false),
+            node(&c.id, "root", None, true),
+            node(&c.id, "k1", Some((&c.id, "root")), false),
+            node(&c.id, "k2", Some((&c.id, "root")), false),
         ])
         .await
         .expect("add_flow"));
@@ -228,27 +225,19 @@ pub async fn flow_read_node_lists_children(backend: Arc<dyn Backend>, queue: &st
     assert_eq!(job.id, "k1");
     c.complete(&job, Retention::default()).await;
     let read = flows
-        .read_node(&c.keys, "root", 20)
+        .read_node(&c.id, "root", 20)
         .await
         .expect("read_node")
         .expect("root exists");
     assert_eq!(read.record.id, "root");
-    assert_eq!(read.children, [c.keys.job("k1"), c.keys.job("k2")]);
-    let leaf = flows
-        .read_node(&c.keys, "k2", 20)
-        .await
-        .unwrap()
-        .expect("k2");
+    assert_eq!(read.children, [c.job("k1"), c.job("k2")]);
+    let leaf = flows.read_node(&c.id, "k2", 20).await.unwrap().expect("k2");
     assert_eq!(
         leaf.record.parent_key.as_deref(),
         Some(c.keys.job("root").as_str())
     );
     assert!(leaf.children.is_empty());
-    assert!(flows
-        .read_node(&c.keys, "nope", 20)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(flows.read_node(&c.id, "nope", 20).await.unwrap().is_none());
     let _ = flows.close().await;
     c.close().await;
 }
@@ -260,10 +249,10 @@ pub async fn flow_remove_with_or_without_children(backend: Arc<dyn Backend>, que
     let c = Ctx::new(backend.clone(), queue).await;
     let flows = backend.flow_store().await.expect("flow store");
     let nodes = [
-        node(&c.keys, "alone", None, true),
-        node(&c.keys, "kept", Some((&c.keys, "alone")), false),
-        node(&c.keys, "whole", None, true),
-        node(&c.keys, "gone", Some((&c.keys, "whole")), false),
+        node(&c.id, "alone", None, true),
+        node(&c.id, "kept", Some((&c.id, "alone")), false),
+        node(&c.id, "whole", None, true),
+        node(&c.id, "gone", Some((&c.id, "whole")), false),
     ];
     ids(flows.add_flow(&nodes[..2]).await.expect("add_flow"));
     ids(flows.add_flow(&nodes[2..]).await.expect("add_flow"));

@@ -256,6 +256,16 @@ impl Ctx {
         }
     }
 
+    /// Job `id` of this queue.
+    pub(crate) fn job(&self, id: &str) -> crate::JobRef {
+        crate::JobRef::new(self.id.clone(), id)
+    }
+
+    /// A link to parent `id` of this queue, registering the child, no flags.
+    pub(crate) fn parent_link(&self, id: &str) -> crate::ParentLink {
+        crate::ParentLink::new(self.job(id), crate::ParentFlags::default())
+    }
+
     /// Adds a job named `name` with `opts` (JSON); returns its id.
     pub(crate) async fn add(&self, name: &str, opts: &str) -> String {
         self.add_job(NewJob::new(name, r#"{"n":1}"#, opts, crate::now_ms()))

@@ -7,7 +7,9 @@ use std::time::Duration;
 use bullmq_protocol::state::JobState;
 
 use super::{fields, sleep_ms, Ctx};
-use crate::{AddResult, Backend, FinishAction, FinishCode, NewJob, ParentLink, Retention};
+use crate::{
+    AddResult, Backend, FinishAction, FinishCode, NewJob, ParentFlags, ParentLink, Retention,
+};
 
 /// `replace` swaps a delayed owner for the new job; `reschedule` moves a delayed owner to
 /// the duplicate's delay; `keepLastIfActive` keeps the last duplicate added while the owner
@@ -139,21 +141,15 @@ pub async fn flow_children_block_parent_completion(backend: Arc<dyn Backend>, qu
     let c = Ctx::new(backend, queue).await;
     let parent = c.add("parent", "{}").await;
     let parent_key = c.keys.job(&parent);
-    let parent_json = format!(
-        r#"{{"id":"{parent}","queueKey":"{}"}}"#,
-        c.keys.qualified_name()
-    );
     let ts = crate::now_ms();
-    let orphan = NewJob::new("orphan", "{}", "{}", ts)
-        .with_parent(ParentLink::new(c.keys.job("404"), parent_json.clone()));
+    let orphan = NewJob::new("orphan", "{}", "{}", ts).with_parent(c.parent_link("404"));
     assert_eq!(
         c.queue.add(&orphan).await.unwrap(),
         AddResult::ParentMissing {
-            parent_key: c.keys.job("404")
+            parent: c.job("404")
         }
     );
-    let child = NewJob::new("child", "{}", "{}", ts)
-        .with_parent(ParentLink::new(parent_key.clone(), parent_json));
+    let child = NewJob::new("child", "{}", "{}", ts).with_parent(c.parent_link(&parent));
     let child_id = c.add_job(child).await;
     let expected_id = if super::profile().missing_parent_takes_no_number {
         "2"
@@ -171,7 +167,7 @@ pub async fn flow_children_block_parent_completion(backend: Arc<dyn Backend>, qu
         Some(parent.as_str())
     );
 
-    let child_key = c.keys.job(&child_id);
+    let child_key = c.job(&child_id);
     let deps = c.queue.get_dependencies(&parent).await.unwrap();
     assert_eq!(
         deps.unprocessed,
@@ -228,12 +224,9 @@ pub async fn flow_failed_child_refuses_parent_completion(backend: Arc<dyn Backen
     let c = Ctx::new(backend, queue).await;
     let parent = c.add("parent", "{}").await;
     // Node keeps the policy in the child's `parent` field too.
-    let parent_json = format!(
-        r#"{{"id":"{parent}","queueKey":"{}","fpof":true}}"#,
-        c.keys.qualified_name()
-    );
+    let flags = ParentFlags::default().with_fail_parent(true);
     let child = NewJob::new("child", "{}", r#"{"fpof":true}"#, crate::now_ms())
-        .with_parent(ParentLink::new(c.keys.job(&parent), parent_json));
+        .with_parent(ParentLink::new(c.job(&parent), flags));
     c.add_job(child).await;
     let parent_job = c.fetch_one().await;
     assert_eq!(parent_job.id, parent);

@@ -8,21 +8,17 @@ use bullmq_protocol::state::JobState;
 
 use super::{fields, Ctx};
 use crate::{
-    Backend, ChildRef, FinishAction, FinishCode, MoveToWaitOutcome, NewJob, ParentLink, Retention,
-    WaitingChildrenOutcome,
+    Backend, ChildRef, FinishAction, FinishCode, MoveToWaitOutcome, NewJob, ParentFlags,
+    ParentLink, Retention, WaitingChildrenOutcome,
 };
 
 /// Adds a child of `parent` (a job of the case's queue), failing its parent when it fails
 /// when `fpof`; returns its id.
 async fn add_child(c: &Ctx, parent: &str, name: &str, fpof: bool) -> String {
-    let policy = if fpof { r#","fpof":true"# } else { "" };
-    let parent_json = format!(
-        r#"{{"id":"{parent}","queueKey":"{}"{policy}}}"#,
-        c.keys.qualified_name()
-    );
+    let flags = ParentFlags::default().with_fail_parent(fpof);
     let opts = if fpof { r#"{"fpof":true}"# } else { "{}" };
     let child = NewJob::new(name, "{}", opts, crate::now_ms())
-        .with_parent(ParentLink::new(c.keys.job(parent), parent_json));
+        .with_parent(ParentLink::new(c.job(parent), flags));
     c.add_job(child).await
 }
 
@@ -52,7 +48,7 @@ pub async fn step_job_waits_for_its_children(backend: Arc<dyn Backend>, queue: &
     assert_eq!(c.state(&parent).await, JobState::Active);
 
     let child = add_child(&c, &parent, "child", false).await;
-    let other = ChildRef::new("404", c.keys.qualified_name());
+    let other: ChildRef = c.job("404");
     assert_eq!(
         moved(&job.token, Some(other)).await,
         WaitingChildrenOutcome::NoPendingChildren,
@@ -78,7 +74,7 @@ pub async fn step_job_waits_for_its_children(backend: Arc<dyn Backend>, queue: &
     );
     assert!(c.events_named("waiting-children").await.is_empty());
 
-    let mine = ChildRef::new(child.clone(), c.keys.qualified_name());
+    let mine: ChildRef = c.job(&child);
     assert_eq!(
         moved(&job.token, Some(mine)).await,
         WaitingChildrenOutcome::Moved

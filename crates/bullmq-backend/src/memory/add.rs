@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::queue_state::{split_job_key, Expiring, JobHash, KeptDuplicate, QueueState};
 use super::Queues;
 use crate::error::{BackendError, BackendResult};
-use crate::queue::{AddResult, NewJob};
+use crate::queue::{AddResult, NewJob, ParentLink};
 
 /// Decodes a job's options as the add script does (before anything is written).
 pub(crate) fn decode_opts(opts: &str) -> BackendResult<Map<String, Value>> {
@@ -71,9 +71,9 @@ pub(crate) fn add_one(
     now: u64,
 ) -> AddResult {
     if let Some(parent) = &job.parent {
-        if !queues.job_exists(&parent.parent_key) {
+        if !queues.job_exists(&parent.parent_key()) {
             return AddResult::ParentMissing {
-                parent_key: parent.parent_key.clone(),
+                parent: parent.parent.clone(),
             };
         }
     }
@@ -106,8 +106,8 @@ pub(crate) fn add_one(
     hash.insert("delay".into(), number_text(delay));
     hash.insert("priority".into(), number_text(priority));
     if let Some(parent) = &job.parent {
-        hash.insert("parentKey".into(), parent.parent_key.clone());
-        hash.insert("parent".into(), parent.parent_json.clone());
+        hash.insert("parentKey".into(), parent.parent_key());
+        hash.insert("parent".into(), parent.parent_json());
     }
     if let Some(rjk) = job.repeat_job_key.as_ref().filter(|k| !k.is_empty()) {
         hash.insert("rjk".into(), rjk.clone());
@@ -132,12 +132,8 @@ pub(crate) fn add_one(
     );
 
     let job_key = q.job_key(&job_id);
-    if let Some(deps) = job
-        .parent
-        .as_ref()
-        .and_then(|p| p.dependencies_key.as_deref())
-    {
-        register_dependency(queues, deps, job_key);
+    if let Some(deps) = job.parent.as_ref().and_then(dependencies_key) {
+        register_dependency(queues, &deps, job_key);
     }
     AddResult::Id(job_id)
 }
@@ -170,6 +166,12 @@ pub(crate) fn place_new_job(
         q.signal_ready();
     }
     q.emit_queue(now, "waiting", &[("jobId", job_id.to_owned())]);
+}
+
+/// `{parent key}:dependencies`, the set a child registers in, when `link` registers it.
+pub(crate) fn dependencies_key(link: &ParentLink) -> Option<String> {
+    link.register
+        .then(|| format!("{}:dependencies", link.parent_key()))
 }
 
 /// `SADD {parent}:dependencies {child key}`, in whichever queue the parent lives.
@@ -367,9 +369,9 @@ impl Dedup<'_> {
                 name: job.name.clone(),
                 data: job.data.clone(),
                 opts: job.opts.clone(),
-                parent_key: parent.map(|p| p.parent_key.clone()),
-                parent_json: parent.map(|p| p.parent_json.clone()),
-                dependencies_key: parent.and_then(|p| p.dependencies_key.clone()),
+                parent_key: parent.map(ParentLink::parent_key),
+                parent_json: parent.map(ParentLink::parent_json),
+                dependencies_key: parent.and_then(dependencies_key),
                 repeat_job_key: job.repeat_job_key.clone().filter(|k| !k.is_empty()),
             },
         );

@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::queue_state::{split_job_key, QueueState};
+use bullmq_protocol::JobRef;
+
+use super::queue_state::{job_ref_of, split_job_key, QueueState};
 use super::Queues;
 
 /// A child's parent, read from its `parent` JSON or `parentKey`.
@@ -254,13 +256,22 @@ pub(crate) fn detach_from_parent(
 /// `job_id`'s children by outcome (Node's `getDependencies`). The `:unsuccessful` children are
 /// sorted by key: this backend does not keep when they failed.
 pub(crate) fn dependencies(q: &QueueState, job_id: &str) -> crate::flows::Dependencies {
+    // Child keys are written by this backend, so each names a job.
     let sorted = |set: Option<&HashSet<String>>| {
-        let mut keys: Vec<String> = set.into_iter().flatten().cloned().collect();
-        keys.sort();
-        keys
+        let mut refs: Vec<JobRef> = set
+            .into_iter()
+            .flatten()
+            .filter_map(|k| job_ref_of(k))
+            .collect();
+        refs.sort();
+        refs
     };
-    let map =
-        |m: Option<&HashMap<String, String>>| m.cloned().unwrap_or_default().into_iter().collect();
+    let map = |m: Option<&HashMap<String, String>>| {
+        m.into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((job_ref_of(k)?, v.clone())))
+            .collect()
+    };
     crate::flows::Dependencies::new(
         map(q.processed.get(job_id)),
         sorted(q.dependencies.get(job_id)),
@@ -280,7 +291,7 @@ pub(crate) fn dependency_counts(q: &QueueState, job_id: &str) -> crate::flows::D
     )
 }
 
-/// One page of `job_id`'s children of `kind`, ranked by key.
+/// One page of `job_id`'s children of `kind`, ranked by job.
 pub(crate) fn dependencies_page(
     q: &QueueState,
     job_id: &str,
@@ -290,21 +301,19 @@ pub(crate) fn dependencies_page(
 ) -> crate::flows::DependencyPage {
     use crate::flows::DependencyKind;
     let deps = dependencies(q, job_id);
-    let with = |m: std::collections::BTreeMap<String, String>| {
+    let with = |m: std::collections::BTreeMap<JobRef, String>| {
         m.into_iter().map(|(k, v)| (k, Some(v))).collect::<Vec<_>>()
     };
-    let without = |keys: Vec<String>| keys.into_iter().map(|k| (k, None)).collect::<Vec<_>>();
+    let without = |keys: Vec<JobRef>| keys.into_iter().map(|k| (k, None)).collect::<Vec<_>>();
     let all = match kind {
         // The page carries the stored text, as Redis' HSCAN does.
         DependencyKind::Processed => with(
             q.processed
                 .get(job_id)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect::<std::collections::BTreeMap<_, _>>()
-                })
-                .unwrap_or_default(),
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((job_ref_of(k)?, v.clone())))
+                .collect(),
         ),
         DependencyKind::Ignored => with(deps.ignored),
         DependencyKind::Unprocessed => without(deps.unprocessed),

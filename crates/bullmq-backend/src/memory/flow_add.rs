@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bullmq_protocol::keys::QueueKeys;
-use bullmq_protocol::JobRecord;
+use bullmq_protocol::{JobRecord, QueueId};
 
-use super::add::{add_one, decode_opts, number_text, opt_number, register_dependency};
+use super::add::{
+    add_one, decode_opts, dependencies_key, number_text, opt_number, register_dependency,
+};
 use super::flow::{dependencies_page, release_parent};
-use super::queue_state::split_job_key;
+use super::queue_state::{job_ref_of, split_job_key};
 use super::{Queues, World};
 use crate::error::{BackendError, BackendResult};
 use crate::flow_store::{FlowAdded, FlowNodeInsert, FlowNodeRead, FlowRefusal, FlowStore};
@@ -49,13 +50,14 @@ impl FlowStore for MemoryFlowStore {
 
     async fn read_node(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         job_id: &str,
         max_children: u64,
     ) -> BackendResult<Option<FlowNodeRead>> {
         self.check()?;
+        let keys = queue.keys();
         self.world.with_queues(|queues, _| {
-            let Some(q) = queues.existing(queue.base()) else {
+            let Some(q) = queues.existing(keys.base()) else {
                 return Ok(None);
             };
             let Some(hash) = q.jobs.get(job_id) else {
@@ -92,7 +94,7 @@ fn node_key(node: &FlowNodeInsert) -> Option<String> {
         .custom_id
         .as_deref()
         .filter(|id| !id.is_empty())
-        .map(|id| node.queue.job(id))
+        .map(|id| node.queue.keys().job(id))
 }
 
 /// Checks every node, then adds them in order and releases the parents left without pending
@@ -114,7 +116,7 @@ pub(crate) fn add_flow(
     // FlowProducer never opens a Queue): the queues without a version keep none.
     let unversioned: Vec<String> = nodes
         .iter()
-        .map(|n| n.queue.base().to_owned())
+        .map(|n| n.queue.keys().base().to_owned())
         .filter(|base| {
             queues
                 .existing(base)
@@ -126,7 +128,8 @@ pub(crate) fn add_flow(
     let mut parents: Vec<(String, String)> = Vec::new();
     let mut seen = HashSet::new();
     for (node, opts) in nodes.iter().zip(&decoded) {
-        let base = node.queue.base();
+        let keys = node.queue.keys();
+        let base = keys.base();
         let key = node_key(node);
         let id = if key.as_deref().is_some_and(|k| queues.job_exists(k)) {
             attach_existing(queues, node, now)
@@ -136,16 +139,17 @@ pub(crate) fn add_flow(
             match add_one(queues, base, &node.job, opts, now) {
                 AddResult::Id(id) => id,
                 // Checked above: every parent exists or is added before its children.
-                AddResult::ParentMissing { parent_key } => {
+                AddResult::ParentMissing { parent } => {
                     return Err(BackendError::backend(std::io::Error::other(format!(
-                        "flow parent {parent_key} vanished during the insert"
+                        "flow parent {parent} vanished during the insert"
                     ))))
                 }
             }
         };
         if let Some(parent) = &node.job.parent {
-            if seen.insert(parent.parent_key.clone()) {
-                if let Some((parent_base, parent_id)) = split_job_key(&parent.parent_key) {
+            let parent_key = parent.parent_key();
+            if seen.insert(parent_key.clone()) {
+                if let Some((parent_base, parent_id)) = split_job_key(&parent_key) {
                     parents.push((parent_base.to_owned(), parent_id.to_owned()));
                 }
             }
@@ -175,10 +179,11 @@ fn refusal(queues: &Queues, nodes: &[FlowNodeInsert]) -> Option<FlowRefusal> {
     for (index, node) in nodes.iter().enumerate() {
         let key = node_key(node);
         if let Some(parent) = &node.job.parent {
-            if !added.contains(&parent.parent_key) && !queues.job_exists(&parent.parent_key) {
+            let parent_key = parent.parent_key();
+            if !added.contains(&parent_key) && !queues.job_exists(&parent_key) {
                 return Some(FlowRefusal::ParentMissing {
                     index,
-                    parent_key: parent.parent_key.clone(),
+                    parent: parent.parent.clone(),
                 });
             }
             if let Some(key) = key.as_deref() {
@@ -189,12 +194,16 @@ fn refusal(queues: &Queues, nodes: &[FlowNodeInsert]) -> Option<FlowRefusal> {
                         .and_then(|q| q.field(id, "parentKey"))
                 });
                 if let Some(existing) = existing {
-                    if existing != parent.parent_key && queues.job_exists(existing) {
-                        return Some(FlowRefusal::ParentCannotBeReplaced {
-                            index,
-                            job_key: key.to_owned(),
-                            existing_parent_key: existing.to_owned(),
-                        });
+                    if existing != parent_key && queues.job_exists(existing) {
+                        if let (Some(job), Some(existing_parent)) =
+                            (job_ref_of(key), job_ref_of(existing))
+                        {
+                            return Some(FlowRefusal::ParentCannotBeReplaced {
+                                index,
+                                job,
+                                existing_parent,
+                            });
+                        }
                     }
                 }
             }
@@ -210,19 +219,21 @@ fn refusal(queues: &Queues, nodes: &[FlowNodeInsert]) -> Option<FlowRefusal> {
 /// completed one is recorded as processed, any other becomes a pending dependency); emits
 /// `duplicated`.
 fn attach_existing(queues: &mut Queues, node: &FlowNodeInsert, now: u64) -> String {
-    let base = node.queue.base();
+    let keys = node.queue.keys();
+    let base = keys.base();
     let id = node.job.custom_id.clone().unwrap_or_default();
-    let job_key = node.queue.job(&id);
+    let job_key = keys.job(&id);
     let q = queues.queue(base);
     q.id_counter += 1;
     q.max_events(true);
     if let Some(parent) = &node.job.parent {
         let completed = q.completed.score(&id).is_some();
         let returnvalue = q.field(&id, "returnvalue").unwrap_or("null").to_owned();
-        q.set_field(&id, "parentKey", parent.parent_key.clone());
-        q.set_field(&id, "parent", parent.parent_json.clone());
+        let parent_key = parent.parent_key();
+        q.set_field(&id, "parentKey", parent_key.clone());
+        q.set_field(&id, "parent", parent.parent_json());
         if completed {
-            if let Some((parent_base, parent_id)) = split_job_key(&parent.parent_key) {
+            if let Some((parent_base, parent_id)) = split_job_key(&parent_key) {
                 queues
                     .queue(parent_base)
                     .processed
@@ -230,8 +241,8 @@ fn attach_existing(queues: &mut Queues, node: &FlowNodeInsert, now: u64) -> Stri
                     .or_default()
                     .insert(job_key.clone(), returnvalue);
             }
-        } else if let Some(deps) = parent.dependencies_key.as_deref() {
-            register_dependency(queues, deps, job_key.clone());
+        } else if let Some(deps) = dependencies_key(parent) {
+            register_dependency(queues, &deps, job_key.clone());
         }
     }
     queues
@@ -249,7 +260,7 @@ fn add_waiting_parent(
     now: u64,
 ) -> String {
     let job = &node.job;
-    let q = queues.queue(node.queue.base());
+    let q = queues.queue(node.queue.keys().base());
     q.id_counter += 1;
     let id = match job.custom_id.as_deref() {
         Some(id) if !id.is_empty() => id.to_owned(),
@@ -269,8 +280,8 @@ fn add_waiting_parent(
         number_text(opt_number(opts, "priority").unwrap_or(0.0)),
     );
     if let Some(parent) = &job.parent {
-        hash.insert("parentKey".into(), parent.parent_key.clone());
-        hash.insert("parent".into(), parent.parent_json.clone());
+        hash.insert("parentKey".into(), parent.parent_key());
+        hash.insert("parent".into(), parent.parent_json());
     }
     q.jobs.insert(id.clone(), hash);
     q.emit_queue(
@@ -281,12 +292,8 @@ fn add_waiting_parent(
     q.waiting_children.add(job.timestamp_ms, &id);
     q.emit_queue(now, "waiting-children", &[("jobId", id.clone())]);
     let job_key = q.job_key(&id);
-    if let Some(deps) = job
-        .parent
-        .as_ref()
-        .and_then(|p| p.dependencies_key.as_deref())
-    {
-        register_dependency(queues, deps, job_key);
+    if let Some(deps) = job.parent.as_ref().and_then(dependencies_key) {
+        register_dependency(queues, &deps, job_key);
     }
     id
 }

@@ -68,11 +68,18 @@ impl QueueMaintenance for MemoryQueueStore {
         self.queues(|queues, now| Ok(remove_child_dependency(queues, &self.base, job_id, now)))
     }
 
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
+    async fn remove_unprocessed_children(
+        &self,
+        job_id: &str,
+    ) -> BackendResult<Vec<bullmq_protocol::JobRef>> {
         self.queues(|queues, now| {
             let mut removed = Vec::new();
             remove_pending_children(queues, &self.base, job_id, now, 0, &mut removed);
-            Ok(removed)
+            // The keys are this backend's own, so each names a job.
+            Ok(removed
+                .iter()
+                .filter_map(|key| super::queue_state::job_ref_of(key))
+                .collect())
         })
     }
 

@@ -428,6 +428,17 @@ pub(crate) fn lua_number(value: &str) -> u64 {
     }
 }
 
+/// The job a job key `{prefix}:{queue}:{id}` names (this backend keys its jobs as Redis does):
+/// the id after the last `:`, the queue before it, the prefix (which may hold `:`) the rest.
+pub(crate) fn job_ref_of(job_key: &str) -> Option<bullmq_protocol::JobRef> {
+    let (rest, id) = job_key.rsplit_once(':')?;
+    let (prefix, queue) = rest.rsplit_once(':')?;
+    Some(bullmq_protocol::JobRef::new(
+        bullmq_protocol::QueueId::new(prefix, queue),
+        id,
+    ))
+}
+
 /// Splits a job key `{prefix}:{queue}:{id}` into the queue base (`{prefix}:{queue}:`) and id.
 pub(crate) fn split_job_key(job_key: &str) -> Option<(&str, &str)> {
     let at = job_key.rfind(':')?;

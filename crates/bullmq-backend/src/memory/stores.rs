@@ -654,7 +654,7 @@ impl WorkerStore for MemoryWorkerStore {
         child: Option<&ChildRef>,
     ) -> BackendResult<WaitingChildrenOutcome> {
         self.handle().check()?;
-        let child_key = child.map(ChildRef::job_key);
+        let child_key = child.map(ChildRef::to_string);
         self.world.with_queue(&self.base, |q, now| {
             Ok(steps::move_to_waiting_children(
                 q,

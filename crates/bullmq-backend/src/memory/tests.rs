@@ -172,13 +172,13 @@ async fn reschedule_moves_a_delayed_owner() {
 async fn children_register_with_their_parent_and_block_its_completion() {
     let f = Fixture::new().await;
     let parent = f.add("{}").await;
-    let link = ParentLink::new("bull:q:1", r#"{"id":"1","queueKey":"bull:q"}"#);
-    let missing = NewJob::new("c", "{}", "{}", T0).with_parent(ParentLink::new("bull:q:404", "{}"));
+    let job = |id: &str| crate::JobRef::new(QueueId::new("bull", "q"), id);
+    let link = ParentLink::new(job("1"), crate::ParentFlags::default());
+    let missing = NewJob::new("c", "{}", "{}", T0)
+        .with_parent(ParentLink::new(job("404"), crate::ParentFlags::default()));
     assert_eq!(
         f.queue.add(&missing).await.unwrap(),
-        AddResult::ParentMissing {
-            parent_key: "bull:q:404".into()
-        }
+        AddResult::ParentMissing { parent: job("404") }
     );
     // A missing parent takes no number.
     let child = NewJob::new("c", "{}", "{}", T0).with_parent(link);

@@ -2,9 +2,9 @@
 //! reason, stack trace, progress, logs, parent and children, state and timestamps in local time.
 
 use anyhow::{Context as _, Result};
-use bullmq_backend::Dependencies;
 use bullmq_protocol::state::JobState;
 use clap::Args;
+use ractor_bullmq::Dependencies;
 use ractor_bullmq::Job;
 use serde_json::{json, Map, Value};
 

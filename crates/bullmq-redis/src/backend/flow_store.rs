@@ -5,7 +5,7 @@ use bullmq_backend::{
     BackendError, BackendResult, FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore, JobRecord,
 };
 use bullmq_protocol::job_record::text_fields;
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 use fred::prelude::Client;
 
 use crate::queue as calls;
@@ -61,10 +61,11 @@ impl FlowStore for RedisFlowStore {
 
     async fn read_node(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         job_id: &str,
         max_children: u64,
     ) -> BackendResult<Option<FlowNodeRead>> {
+        let queue = &queue.keys();
         let raw = calls::get_job_hash(&self.client, queue, job_id).await?;
         if raw.is_empty() {
             return Ok(None);
@@ -76,6 +77,7 @@ impl FlowStore for RedisFlowStore {
         let fields = text_fields(raw).map_err(decode)?;
         let record = JobRecord::decode(job_id, &fields).map_err(decode)?;
         let children = calls::flow_children(&self.client, queue, job_id, max_children).await?;
+        let children = super::refs::job_refs(job_id, "children", &children)?;
         Ok(Some(FlowNodeRead::new(record, children)))
     }
 

@@ -13,6 +13,7 @@ mod event_stream;
 mod flow_store;
 mod queue_maintenance;
 mod queue_store;
+mod refs;
 mod replica_reads;
 mod worker_store;
 

@@ -45,8 +45,12 @@ impl QueueMaintenance for RedisQueueStore {
         Ok(calls::remove_child_dependency(&self.client, &self.keys, job_id).await?)
     }
 
-    async fn remove_unprocessed_children(&self, job_id: &str) -> BackendResult<Vec<String>> {
-        Ok(calls::remove_unprocessed_children(&self.client, &self.keys, job_id).await?)
+    async fn remove_unprocessed_children(
+        &self,
+        job_id: &str,
+    ) -> BackendResult<Vec<bullmq_protocol::JobRef>> {
+        let removed = calls::remove_unprocessed_children(&self.client, &self.keys, job_id).await?;
+        super::refs::job_refs(job_id, "dependencies", &removed)
     }
 
     async fn remove_orphaned_jobs(&self, count: u32, limit: u64) -> BackendResult<u64> {

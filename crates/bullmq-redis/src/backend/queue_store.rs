@@ -269,10 +269,11 @@ impl JobUpdates for RedisQueueStore {
 impl JobFlows for RedisQueueStore {
     async fn get_dependencies(&self, job_id: &str) -> BackendResult<Dependencies> {
         let keys = &self.keys;
-        Ok(self
+        let read = self
             .reads
             .read(|c| async move { calls::get_dependencies(&c, keys, job_id).await })
-            .await?)
+            .await?;
+        super::refs::dependencies(job_id, read)
     }
 
     async fn get_dependency_counts(&self, job_id: &str) -> BackendResult<DependencyCounts> {
@@ -291,12 +292,19 @@ impl JobFlows for RedisQueueStore {
         count: u64,
     ) -> BackendResult<DependencyPage> {
         let keys = &self.keys;
-        Ok(self
+        let read = self
             .reads
             .read(|c| async move {
                 calls::get_dependencies_page(&c, keys, job_id, kind, cursor, count).await
             })
-            .await?)
+            .await?;
+        let field = match kind {
+            DependencyKind::Processed => "processed",
+            DependencyKind::Unprocessed => "dependencies",
+            DependencyKind::Ignored => "failed",
+            _ => "unsuccessful",
+        };
+        super::refs::page(job_id, field, read)
     }
 }
 

@@ -16,18 +16,42 @@ const PARENT_MISSING: i64 = -5;
 
 pub use bullmq_backend::{AddResult, NewJob, ParentLink};
 
-/// Bytes [`ScriptArgs::push_job`] writes for a job, timestamp aside.
-pub(super) fn args_len(job: &NewJob) -> usize {
-    let parent = job.parent.as_ref();
+/// A child's parent as the scripts take it: the `parentKey` and `parent` fields to store and
+/// the parent's dependencies set to register in (`""` to leave it alone).
+pub(super) struct ParentArgs {
+    pub(super) key: String,
+    pub(super) json: String,
+    pub(super) dependencies: String,
+}
+
+impl ParentArgs {
+    pub(super) fn new(link: &ParentLink) -> Self {
+        let key = link.parent_key();
+        let dependencies = if link.register {
+            format!("{key}:dependencies")
+        } else {
+            String::new()
+        };
+        Self {
+            json: link.parent_json(),
+            key,
+            dependencies,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.key.len() + self.json.len() + self.dependencies.len()
+    }
+}
+
+/// Bytes [`ScriptArgs::push_job`] writes for a job (with its parent's arguments), timestamp
+/// aside.
+pub(super) fn args_len(job: &NewJob, parent: Option<&ParentArgs>) -> usize {
     job.custom_id.as_ref().map_or(0, String::len)
         + job.name.len()
         + job.data.len()
         + job.opts.len()
-        + parent.map_or(0, |p| {
-            p.parent_key.len()
-                + p.parent_json.len()
-                + p.dependencies_key.as_ref().map_or(0, String::len)
-        })
+        + parent.map_or(0, ParentArgs::len)
         + job.repeat_job_key.as_ref().map_or(0, String::len)
 }
 
@@ -61,28 +85,24 @@ impl ScriptArgs {
         self.ranges.push(start..self.buf.len());
     }
 
-    /// The 9 per-job arguments, in add_job.lua's order (its ARGV 2..10).
-    fn push_job(&mut self, job: &NewJob) {
-        let parent = job.parent.as_ref();
+    /// The 9 per-job arguments, in add_job.lua's order (its ARGV 2..10); `parent` rendered
+    /// from the job's [`NewJob::parent`].
+    fn push_job(&mut self, job: &NewJob, parent: Option<&ParentArgs>) {
         self.push(job.custom_id.as_deref().unwrap_or(""));
         self.push(&job.name);
         self.push(&job.data);
         self.push(&job.opts);
         self.push_u64(job.timestamp_ms);
-        self.push(parent.map_or("", |p| p.parent_key.as_str()));
-        self.push(parent.map_or("", |p| p.parent_json.as_str()));
-        self.push(
-            parent
-                .and_then(|p| p.dependencies_key.as_deref())
-                .unwrap_or(""),
-        );
+        self.push(parent.map_or("", |p| p.key.as_str()));
+        self.push(parent.map_or("", |p| p.json.as_str()));
+        self.push(parent.map_or("", |p| p.dependencies.as_str()));
         self.push(job.repeat_job_key.as_deref().unwrap_or(""));
     }
 
     /// One job's record for add_jobs_bulk.lua: a plain job (no custom id, parent or scheduler)
     /// as `""`, name, data, opts, timestamp; any other as `"+"` and the 9 arguments of
     /// [`ScriptArgs::push_job`]. Plain jobs, the usual bulk, cost Redis 4 arguments less.
-    fn push_bulk_job(&mut self, job: &NewJob) {
+    fn push_bulk_job(&mut self, job: &NewJob, parent: Option<&ParentArgs>) {
         if job.custom_id.is_none() && job.parent.is_none() && job.repeat_job_key.is_none() {
             self.push("");
             self.push(&job.name);
@@ -91,7 +111,7 @@ impl ScriptArgs {
             self.push_u64(job.timestamp_ms);
         } else {
             self.push("+");
-            self.push_job(job);
+            self.push_job(job, parent);
         }
     }
 
@@ -126,13 +146,15 @@ fn add_keys(keys: &QueueKeys) -> Vec<String> {
 
 fn read_result(script: &'static str, job: &NewJob, value: Value) -> Result<AddResult> {
     match value {
-        Value::Integer(PARENT_MISSING) => Ok(AddResult::ParentMissing {
-            parent_key: job
-                .parent
-                .as_ref()
-                .map(|p| p.parent_key.clone())
-                .unwrap_or_default(),
-        }),
+        Value::Integer(PARENT_MISSING) => match &job.parent {
+            Some(link) => Ok(AddResult::ParentMissing {
+                parent: link.parent.clone(),
+            }),
+            None => Err(unexpected(
+                script,
+                "parent missing for a job without parent",
+            )),
+        },
         Value::Integer(code) => Err(unexpected(script, format!("unknown code {code}"))),
         other => Ok(AddResult::Id(string(script, other)?)),
     }
@@ -151,9 +173,11 @@ fn read_result(script: &'static str, job: &NewJob, value: Value) -> Result<AddRe
 /// Not cancel safe: dropping the future may or may not have added the job.
 pub async fn add_job(client: &Client, keys: &QueueKeys, job: &NewJob) -> Result<AddResult> {
     let base = keys.base();
-    let mut args = ScriptArgs::with_capacity(10, base.len() + args_len(job) + TIMESTAMP_LEN);
+    let parent = job.parent.as_ref().map(ParentArgs::new);
+    let bytes = base.len() + args_len(job, parent.as_ref()) + TIMESTAMP_LEN;
+    let mut args = ScriptArgs::with_capacity(10, bytes);
     args.push(base);
-    args.push_job(job);
+    args.push_job(job, parent.as_ref());
     let reply: Value = ADD_JOB
         .run(client, add_keys(keys), args.into_values())
         .await?;
@@ -180,15 +204,20 @@ pub async fn add_jobs_bulk(
         return Ok(Vec::new());
     }
     let base = keys.base();
+    let parents: Vec<Option<ParentArgs>> = jobs
+        .iter()
+        .map(|job| job.parent.as_ref().map(ParentArgs::new))
+        .collect();
     let bytes = base.len()
         + jobs
             .iter()
-            .map(|job| args_len(job) + TIMESTAMP_LEN)
+            .zip(&parents)
+            .map(|(job, parent)| args_len(job, parent.as_ref()) + TIMESTAMP_LEN)
             .sum::<usize>();
     let mut args = ScriptArgs::with_capacity(1 + 10 * jobs.len(), bytes + jobs.len());
     args.push(base);
-    for job in jobs {
-        args.push_bulk_job(job);
+    for (job, parent) in jobs.iter().zip(&parents) {
+        args.push_bulk_job(job, parent.as_ref());
     }
     let reply: Value = ADD_JOBS_BULK
         .run(client, add_keys(keys), args.into_values())

@@ -5,7 +5,7 @@ use bullmq_backend::{FlowAdded, FlowNodeInsert, FlowRefusal};
 use bullmq_protocol::keys::{QueueKey, QueueKeys};
 use fred::prelude::{Client, Value};
 
-use super::add::{args_len, ScriptArgs};
+use super::add::{args_len, ParentArgs, ScriptArgs};
 use super::flows::get_dependencies_page;
 use super::reply::{array, string, unexpected};
 use super::scripts::ADD_FLOW;
@@ -33,33 +33,35 @@ pub async fn add_flow(client: &Client, nodes: &[FlowNodeInsert], now_ms: u64) ->
     if nodes.is_empty() {
         return Ok(FlowAdded::Ids(Vec::new()));
     }
+    let keys: Vec<QueueKeys> = nodes.iter().map(|node| node.queue.keys()).collect();
+    let parents: Vec<Option<ParentArgs>> = nodes
+        .iter()
+        .map(|node| node.job.parent.as_ref().map(ParentArgs::new))
+        .collect();
     let bytes = nodes
         .iter()
-        .map(|node| node.queue.base().len() + args_len(&node.job) + 24)
+        .zip(&keys)
+        .zip(&parents)
+        .map(|((node, keys), parent)| keys.base().len() + args_len(&node.job, parent.as_ref()) + 24)
         .sum::<usize>();
     let mut args = ScriptArgs::with_capacity(1 + 10 * nodes.len(), bytes + 20);
     args.push_u64(now_ms);
-    for node in nodes {
+    for ((node, keys), parent) in nodes.iter().zip(&keys).zip(&parents) {
         let job = &node.job;
-        let parent = job.parent.as_ref();
-        args.push(node.queue.base());
+        args.push(keys.base());
         args.push(if node.waiting_children { "1" } else { "" });
         args.push(job.custom_id.as_deref().unwrap_or(""));
         args.push(&job.name);
         args.push(&job.data);
         args.push(&job.opts);
         args.push_u64(job.timestamp_ms);
-        args.push(parent.map_or("", |p| p.parent_key.as_str()));
-        args.push(parent.map_or("", |p| p.parent_json.as_str()));
-        args.push(
-            parent
-                .and_then(|p| p.dependencies_key.as_deref())
-                .unwrap_or(""),
-        );
+        args.push(parent.as_ref().map_or("", |p| p.key.as_str()));
+        args.push(parent.as_ref().map_or("", |p| p.json.as_str()));
+        args.push(parent.as_ref().map_or("", |p| p.dependencies.as_str()));
     }
     let name = ADD_FLOW.name();
     // Only to route the call to the flow's slot on a cluster (the script reads no KEYS).
-    let route = vec![nodes[0].queue.key(QueueKey::Meta)];
+    let route = vec![keys[0].key(QueueKey::Meta)];
     let reply: Value = ADD_FLOW.run(client, route, args.into_values()).await?;
     let items = array(name, reply)?;
     if let Some(Value::Integer(code)) = items.first() {
@@ -85,21 +87,23 @@ fn refusal(code: i64, items: Vec<Value>) -> Result<FlowRefusal> {
         Some(Value::Integer(index)) => usize::try_from(index).unwrap_or(usize::MAX),
         other => return Err(unexpected(name, format!("refusal index {other:?}"))),
     };
-    let mut text = || -> Result<String> {
-        match items.next() {
-            Some(value) => string(name, value),
-            None => Err(unexpected(name, "refusal without its keys")),
-        }
+    let mut job = || -> Result<bullmq_protocol::JobRef> {
+        let key = match items.next() {
+            Some(value) => string(name, value)?,
+            None => return Err(unexpected(name, "refusal without its keys")),
+        };
+        crate::node_key::parse_job_key(&key)
+            .ok_or_else(|| unexpected(name, format!("refusal key {key:?} is not a job key")))
     };
     match code {
         PARENT_MISSING => Ok(FlowRefusal::ParentMissing {
             index,
-            parent_key: text()?,
+            parent: job()?,
         }),
         PARENT_CANNOT_BE_REPLACED => Ok(FlowRefusal::ParentCannotBeReplaced {
             index,
-            job_key: text()?,
-            existing_parent_key: text()?,
+            job: job()?,
+            existing_parent: job()?,
         }),
         other => Err(unexpected(name, format!("unknown code {other}"))),
     }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, DependencyPage};
+use bullmq_backend::{DependencyCounts, DependencyKind};
 use bullmq_protocol::keys::QueueKeys;
 use fred::prelude::{Client, HashesInterface, SetsInterface, SortedSetsInterface, Value};
 
@@ -20,6 +20,31 @@ type Replies = (
     Vec<String>,
 );
 
+/// A parent's children by outcome as Redis holds them: by child job key (the Redis backend
+/// turns them into the seam's [`bullmq_backend::Dependencies`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DependencyKeys {
+    /// `:processed`: child key → return value (JSON text).
+    pub processed: BTreeMap<String, String>,
+    /// `:dependencies`, sorted.
+    pub unprocessed: Vec<String>,
+    /// `:failed`: child key → failure reason.
+    pub ignored: BTreeMap<String, String>,
+    /// `:unsuccessful`, oldest first.
+    pub failed: Vec<String>,
+}
+
+/// One page of a parent's children of one kind as Redis holds them (child keys, with the
+/// stored value of a hash), and the `HSCAN` / `SSCAN` cursor (or rank) of the next page; 0 when
+/// this was the last.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DependencyKeysPage {
+    /// Child job keys, with the return value (processed) or failure reason (ignored).
+    pub entries: Vec<(String, Option<String>)>,
+    /// The cursor of the next page; 0 when this was the last.
+    pub next_cursor: u64,
+}
+
 /// The children of `job_id` by outcome (Node's `getDependencies` without paging).
 ///
 /// # Errors
@@ -29,7 +54,7 @@ pub async fn get_dependencies(
     client: &Client,
     keys: &QueueKeys,
     job_id: &str,
-) -> Result<Dependencies> {
+) -> Result<DependencyKeys> {
     let job = keys.job(job_id);
     let pipeline = client.pipeline();
     let _: () = pipeline.hgetall(format!("{job}:processed")).await?;
@@ -48,12 +73,12 @@ pub async fn get_dependencies(
         .await?;
     let (processed, mut unprocessed, ignored, failed): Replies = pipeline.all().await?;
     unprocessed.sort();
-    Ok(Dependencies::new(
-        processed.into_iter().collect::<BTreeMap<_, _>>(),
+    Ok(DependencyKeys {
+        processed: processed.into_iter().collect(),
         unprocessed,
-        ignored.into_iter().collect(),
+        ignored: ignored.into_iter().collect(),
         failed,
-    ))
+    })
 }
 
 /// How many children of `job_id` there are by outcome.
@@ -94,14 +119,14 @@ pub async fn get_dependencies_page(
     kind: DependencyKind,
     cursor: u64,
     count: u64,
-) -> Result<DependencyPage> {
+) -> Result<DependencyKeysPage> {
     let job = keys.job(job_id);
     let (suffix, shape, pairs) = match kind {
         DependencyKind::Processed => ("processed", "hash", true),
         DependencyKind::Unprocessed => ("dependencies", "set", false),
         DependencyKind::Ignored => ("failed", "hash", true),
         DependencyKind::Failed => ("unsuccessful", "zset", false),
-        _ => return Ok(DependencyPage::default()),
+        _ => return Ok(DependencyKeysPage::default()),
     };
     let name = READ_DEPENDENCIES_PAGE.name();
     let reply: Value = READ_DEPENDENCIES_PAGE
@@ -133,5 +158,8 @@ pub async fn get_dependencies_page(
         };
         entries.push((string(name, key)?, value));
     }
-    Ok(DependencyPage::new(entries, next))
+    Ok(DependencyKeysPage {
+        entries,
+        next_cursor: next,
+    })
 }

@@ -29,7 +29,10 @@ pub use admin::{
 };
 pub use discover::discover_queues;
 pub use flow_add::{add_flow, flow_children};
-pub use flows::{get_dependencies, get_dependencies_page, get_dependency_counts};
+pub use flows::{
+    get_dependencies, get_dependencies_page, get_dependency_counts, DependencyKeys,
+    DependencyKeysPage,
+};
 pub use getters::{
     get_counts, get_job_hash, get_job_logs, get_meta, get_ranges, get_state, set_meta,
     DEFAULT_MAX_LEN_EVENTS, META_VERSION,

@@ -38,7 +38,7 @@ pub async fn move_to_waiting_children(
         keys.queue().base().into(),
         job_id.into(),
         token.into(),
-        child.map(ChildRef::job_key).unwrap_or_default().into(),
+        child.map(ChildRef::to_string).unwrap_or_default().into(),
         now_ms.to_string().into(),
     ];
     let reply: Value = MOVE_TO_WAITING_CHILDREN

@@ -7,6 +7,7 @@ use bullmq_backend::FlowNodeInsert;
 use bullmq_protocol::flow::{FlowJob, FlowOptions, FlowPath};
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::{JobOptions, ParentRef};
+use bullmq_protocol::QueueId;
 
 use super::error::FlowError;
 use super::node::JobNode;
@@ -125,8 +126,11 @@ pub(crate) fn plan(
         let (mut new_job, record) = prepared.into_parts();
         new_job.custom_id = Some(id.clone());
         let waiting_children = !node.children.is_empty();
-        plan.inserts
-            .push(FlowNodeInsert::new(keys.clone(), new_job, waiting_children));
+        plan.inserts.push(FlowNodeInsert::new(
+            QueueId::from(&keys),
+            new_job,
+            waiting_children,
+        ));
         plan.paths.push(path.clone());
         plan.records.push(record);
         plan.queue_names.push(node.queue_name.clone());
@@ -213,10 +217,10 @@ mod tests {
         assert_eq!(waiting, [true, true, false, false]);
         let root_id = plan.inserts[0].job.custom_id.clone().unwrap();
         let c1 = plan.inserts[1].job.parent.as_ref().unwrap();
-        assert_eq!(c1.parent_key, format!("bull:a:{root_id}"));
+        assert_eq!(c1.parent_key(), format!("bull:a:{root_id}"));
         let g1 = plan.inserts[3].job.parent.as_ref().unwrap();
         let c1_id = plan.inserts[1].job.custom_id.clone().unwrap();
-        assert_eq!(g1.parent_key, format!("bull:b:{c1_id}"));
+        assert_eq!(g1.parent_key(), format!("bull:b:{c1_id}"));
         assert_eq!(plan.paths[3], FlowPath(vec![0, 0]));
         let ids: Vec<String> = (0..4).map(|i| format!("id{i}")).collect();
         let trees = plan.into_trees(ids).unwrap();

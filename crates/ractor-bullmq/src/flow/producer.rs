@@ -5,10 +5,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use bullmq_backend::flow_store::split_node_key;
 use bullmq_backend::{Backend, FlowAdded, FlowRefusal, FlowStore};
 use bullmq_protocol::flow::{validate_flow, validate_flows, FlowJob, FlowOptions, FlowPath};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 use bullmq_redis::RedisFlowStore;
 use tracing::Instrument;
 
@@ -206,34 +205,35 @@ impl FlowProducer {
             .prefix
             .clone()
             .unwrap_or_else(|| self.inner.options.prefix.clone());
-        let keys = QueueKeys::new(prefix, opts.queue_name.as_str());
-        self.read_node(keys, opts.id.clone(), opts.depth, opts.max_children)
+        let queue = QueueId::new(prefix, opts.queue_name.as_str());
+        self.read_node(queue, opts.id.clone(), opts.depth, opts.max_children)
             .instrument(span)
             .await
     }
 
     fn read_node(
         &self,
-        keys: QueueKeys,
+        queue: QueueId,
         id: String,
         depth: u32,
         max_children: u64,
     ) -> Pin<Box<dyn Future<Output = Result<Option<JobNode>>> + Send + '_>> {
         Box::pin(async move {
-            let Some(read) = self.inner.store.read_node(&keys, &id, max_children).await? else {
+            let Some(read) = self
+                .inner
+                .store
+                .read_node(&queue, &id, max_children)
+                .await?
+            else {
                 return Ok(None);
             };
-            let job = Job::from_record(keys.name(), read.record);
+            let job = Job::from_record(queue.name(), read.record);
             let depth = depth.saturating_sub(1);
             let mut children = Vec::new();
             if depth > 0 {
-                for key in &read.children {
-                    let Some((prefix, queue, child_id)) = split_node_key(key) else {
-                        continue;
-                    };
-                    let child_keys = QueueKeys::new(prefix, queue);
+                for child in read.children {
                     if let Some(child) = self
-                        .read_node(child_keys, child_id.to_owned(), depth, max_children)
+                        .read_node(child.queue, child.id, depth, max_children)
                         .await?
                     {
                         children.push(child);
@@ -268,18 +268,18 @@ impl FlowProducer {
 fn refused(paths: &[FlowPath], refusal: FlowRefusal) -> FlowError {
     let path_of = |index: usize| paths.get(index).cloned().unwrap_or_default();
     match refusal {
-        FlowRefusal::ParentMissing { index, parent_key } => FlowError::ParentNotFound {
+        FlowRefusal::ParentMissing { index, parent } => FlowError::ParentNotFound {
             path: path_of(index),
-            parent_key,
+            parent_key: parent.to_string(),
         },
         FlowRefusal::ParentCannotBeReplaced {
             index,
-            job_key,
-            existing_parent_key,
+            job,
+            existing_parent,
         } => FlowError::ParentCannotBeReplaced {
             path: path_of(index),
-            job_key,
-            existing_parent_key,
+            job_key: job.to_string(),
+            existing_parent_key: existing_parent.to_string(),
         },
         other => FlowError::Queue(crate::QueueError::Backend(
             bullmq_backend::BackendError::backend(std::io::Error::other(format!(

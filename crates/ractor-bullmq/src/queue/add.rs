@@ -5,13 +5,13 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bullmq_backend::{AddResult, NewJob, ParentLink};
+use bullmq_backend::{AddResult, NewJob, ParentFlags, ParentLink};
 use bullmq_protocol::job_record::{JobRecord, ParentInfo};
 use bullmq_protocol::keys::QueueKeys;
 use bullmq_protocol::options::{Backoff, Deduplication, JobOptions, KeepJobs, ParentRef};
 use bullmq_protocol::validation::validate_job_at;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::Queue;
 use crate::error::{QueueError, Result};
@@ -57,9 +57,9 @@ impl PreparedRecord {
                 record.id = id;
                 Ok(queue.job_of(record))
             }
-            AddResult::ParentMissing { parent_key } => {
-                Err(QueueError::ParentNotFound { parent_key })
-            }
+            AddResult::ParentMissing { parent } => Err(QueueError::ParentNotFound {
+                parent_key: parent.to_string(),
+            }),
         }
     }
 }
@@ -143,8 +143,8 @@ pub(crate) fn prepare(
     record.data = data;
     record.data_raw.clone_from(&data_json);
     if let Some(link) = &parent {
-        record.parent_key = Some(link.parent_key.clone());
-        record.parent = Some(serde_json::from_str::<ParentInfo>(&link.parent_json)?);
+        record.parent_key = Some(link.parent_key());
+        record.parent = Some(serde_json::from_str::<ParentInfo>(&link.parent_json())?);
     }
     record.repeat_job_key.clone_from(&repeat_job_key);
     record.deduplication_id = record.opts.deduplication.as_ref().map(|d| d.id.clone());
@@ -159,20 +159,23 @@ pub(crate) fn prepare(
     Ok(PreparedJob { new_job, record })
 }
 
-/// The child's `parent` field: `{id, queueKey}` plus the failure policy flags that are on.
+/// The child's link to its parent option (Node's `parent: {id, queue}`), with the failure
+/// policy flags of its options.
 fn parent_link(parent: &ParentRef, opts: &JobOptions) -> ParentLink {
-    let mut info = json!({ "id": parent.id, "queueKey": parent.queue });
-    for (flag, on) in [
-        ("fpof", opts.fail_parent_on_failure),
-        ("rdof", opts.remove_dependency_on_failure),
-        ("idof", opts.ignore_dependency_on_failure),
-        ("cpof", opts.continue_parent_on_failure),
-    ] {
-        if on == Some(true) {
-            info[flag] = Value::Bool(true);
-        }
-    }
-    ParentLink::new(parent.job_key(), info.to_string())
+    ParentLink::new(parent_job(parent), ParentFlags::from_options(opts))
+}
+
+/// The job a parent option names: its qualified queue split into namespace and name
+/// ([`ParentRef::job_ref`]). A queue that is not qualified (no `:`) names no queue; it becomes
+/// a queue of the empty namespace, which holds no job, so the add answers "parent not found"
+/// as it did when the key was built from the text.
+pub(crate) fn parent_job(parent: &ParentRef) -> bullmq_backend::JobRef {
+    parent.job_ref().unwrap_or_else(|| {
+        bullmq_backend::JobRef::new(
+            bullmq_backend::QueueId::new("", parent.queue.clone()),
+            parent.id.clone(),
+        )
+    })
 }
 
 /// `over`'s options set over `base`'s: each option `over` sets wins, each it leaves unset
@@ -350,6 +353,7 @@ impl<'q> IntoFuture for AddJob<'q> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn opts_keep_what_setters_set_before() {

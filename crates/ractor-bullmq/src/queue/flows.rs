@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, DependencyPage};
+use bullmq_backend::{DependencyCounts, DependencyKind};
 use serde::de::DeserializeOwned;
 
-use super::Queue;
+use super::{Dependencies, DependencyPage, Queue};
 use crate::error::Result;
 
 impl Queue {
@@ -21,7 +21,7 @@ impl Queue {
         &self,
         job_id: &str,
     ) -> Result<BTreeMap<String, T>> {
-        let deps = self.inner.store.get_dependencies(job_id).await?;
+        let deps = Dependencies::from(self.inner.store.get_dependencies(job_id).await?);
         Ok(crate::job::children_values(deps.processed)?)
     }
 
@@ -35,7 +35,8 @@ impl Queue {
         &self,
         job_id: &str,
     ) -> Result<BTreeMap<String, String>> {
-        Ok(self.inner.store.get_dependencies(job_id).await?.ignored)
+        let deps = Dependencies::from(self.inner.store.get_dependencies(job_id).await?);
+        Ok(deps.ignored)
     }
 
     /// The same as [`Queue::get_ignored_children_failures`] (Node's deprecated
@@ -58,7 +59,7 @@ impl Queue {
     ///
     /// [`crate::QueueError::Redis`].
     pub async fn get_dependencies(&self, job_id: &str) -> Result<Dependencies> {
-        Ok(self.inner.store.get_dependencies(job_id).await?)
+        Ok(self.inner.store.get_dependencies(job_id).await?.into())
     }
 
     /// About `count` children of `job_id` of one `kind`, from `cursor` (0 to start; the page's
@@ -79,7 +80,8 @@ impl Queue {
             .inner
             .store
             .get_dependencies_page(job_id, kind, cursor, count)
-            .await?)
+            .await?
+            .into())
     }
 
     /// How many children `job_id` has by outcome.

@@ -16,7 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use bullmq_backend::{Dependencies, DependencyCounts, DependencyKind, DependencyPage};
+use bullmq_backend::{DependencyCounts, DependencyKind};
+
+use crate::queue::{Dependencies, DependencyPage};
 use serde::de::DeserializeOwned;
 
 use crate::error::Result;

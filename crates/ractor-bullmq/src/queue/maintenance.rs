@@ -156,7 +156,8 @@ impl Queue {
     ///
     /// As [`Queue::get_delayed_count`].
     pub async fn remove_unprocessed_children(&self, job_id: &str) -> Result<Vec<String>> {
-        Ok(self.store().remove_unprocessed_children(job_id).await?)
+        let removed = self.store().remove_unprocessed_children(job_id).await?;
+        Ok(removed.iter().map(ToString::to_string).collect())
     }
 
     /// Deletes job keys that no state of the queue references — left behind by a BullMQ

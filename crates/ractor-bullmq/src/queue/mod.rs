@@ -20,6 +20,7 @@
 
 pub(crate) mod add;
 mod batch_options;
+mod dependencies;
 mod flows;
 mod job_actions;
 mod job_control;
@@ -52,6 +53,7 @@ use crate::store::TracedQueueStore;
 
 pub use add::AddJob;
 pub use batch_options::{CleanOptions, PromoteJobsOptions, RetryJobsOptions};
+pub use dependencies::{Dependencies, DependencyPage};
 pub use options::QueueOptions;
 pub use prometheus::prometheus_text;
 pub use queue_control::RateLimitTtl;

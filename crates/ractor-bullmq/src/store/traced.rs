@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bullmq_backend::{BackendName, FlowAdded, FlowNodeInsert, FlowNodeRead, FlowStore};
-use bullmq_protocol::keys::QueueKeys;
+use bullmq_protocol::QueueId;
 use tracing::{Instrument, Span};
 
 use super::{
@@ -296,7 +296,7 @@ impl<S: FlowStore> FlowStore for Traced<S> {
 
     async fn read_node(
         &self,
-        queue: &QueueKeys,
+        queue: &QueueId,
         job_id: &str,
         max_children: u64,
     ) -> StoreResult<Option<FlowNodeRead>> {

@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use bullmq_backend::{
     AddResult, BackendName, ChildDependency, ControlOutcome, Dependencies, DependencyCounts,
     DependencyKind, DependencyPage, GlobalRateLimit, JobControl, JobEnd, JobFlows, JobRecord,
-    JobSchedulers, JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration,
+    JobRef, JobSchedulers, JobUpdates, LockOutcome, Metrics, MetricsKind, NewJob, NextIteration,
     ObliterateStep, Producer, QueueAdmin, QueueControl, QueueMaintenance, QueueStore,
     RemoveOutcome, RetryFrom, RetryReset, UpsertOutcome, WorkerInfo,
 };
@@ -193,7 +193,7 @@ traced_impl!(QueueMaintenance {
     fn is_job_scheduler(id: &str) -> bool [scheduler = id];
     fn remove_owned_deduplication_key(dedup_id: &str, job_id: &str) -> bool [dedup_id, job_id];
     fn remove_child_dependency(job_id: &str) -> ChildDependency [job_id] => outcome;
-    fn remove_unprocessed_children(job_id: &str) -> Vec<String> [job_id] => removed;
+    fn remove_unprocessed_children(job_id: &str) -> Vec<JobRef> [job_id] => removed;
     fn remove_orphaned_jobs(count: u32, limit: u64) -> u64 [count, limit] => removed;
 });
 

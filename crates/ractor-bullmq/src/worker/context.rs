@@ -322,11 +322,7 @@ impl JobContext {
     pub async fn get_children_values<T: serde::de::DeserializeOwned>(
         &self,
     ) -> StoreResult<std::collections::BTreeMap<String, T>> {
-        let deps = self
-            .inner
-            .store
-            .get_dependencies(&self.inner.job_id)
-            .await?;
+        let deps = self.get_dependencies().await?;
         crate::job::children_values(deps.processed).map_err(StoreError::backend)
     }
 
@@ -340,12 +336,7 @@ impl JobContext {
     pub async fn get_ignored_children_failures(
         &self,
     ) -> StoreResult<std::collections::BTreeMap<String, String>> {
-        Ok(self
-            .inner
-            .store
-            .get_dependencies(&self.inner.job_id)
-            .await?
-            .ignored)
+        Ok(self.get_dependencies().await?.ignored)
     }
 
     /// This job's children by outcome (Node's `job.getDependencies()`).
@@ -353,8 +344,13 @@ impl JobContext {
     /// # Errors
     ///
     /// The backend's error.
-    pub async fn get_dependencies(&self) -> StoreResult<crate::store::Dependencies> {
-        self.inner.store.get_dependencies(&self.inner.job_id).await
+    pub async fn get_dependencies(&self) -> StoreResult<crate::Dependencies> {
+        let deps = self
+            .inner
+            .store
+            .get_dependencies(&self.inner.job_id)
+            .await?;
+        Ok(deps.into())
     }
 
     /// About `count` of this job's children of one `kind`, from `cursor` (0 to start; 0 again
@@ -368,11 +364,13 @@ impl JobContext {
         kind: crate::store::DependencyKind,
         cursor: u64,
         count: u64,
-    ) -> StoreResult<crate::store::DependencyPage> {
-        self.inner
+    ) -> StoreResult<crate::DependencyPage> {
+        let page = self
+            .inner
             .store
             .get_dependencies_page(&self.inner.job_id, kind, cursor, count)
-            .await
+            .await?;
+        Ok(page.into())
     }
 
     /// How many children this job has by outcome (Node's `job.getDependenciesCount()`).
@@ -409,16 +407,18 @@ impl JobContext {
     }
 
     /// [`JobContext::move_to_waiting_children`] waiting for one child: moved only while
-    /// `child` is pending (Node's `opts.child`).
+    /// `child` is pending (Node's `opts.child`, `{ id, queue }` with the child's qualified
+    /// queue name, the shape of [`JobContext::parent_ref`]).
     ///
     /// # Errors
     ///
     /// As [`JobContext::move_to_waiting_children`].
     pub async fn move_to_waiting_children_for(
         &self,
-        child: &ChildRef,
+        child: &ParentRef,
     ) -> Result<bool, WorkerError> {
-        self.waiting_children(Some(child)).await
+        let child: ChildRef = crate::queue::add::parent_job(child);
+        self.waiting_children(Some(&child)).await
     }
 
     async fn waiting_children(&self, child: Option<&ChildRef>) -> Result<bool, WorkerError> {
