@@ -9,36 +9,14 @@ mod common;
 mod worker_common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use bullmq_backend::Backend;
-use bullmq_postgres::{PgConfig, PostgresBackend};
 use common::pg::*;
 use ractor_bullmq::protocol::JobOptions;
 use ractor_bullmq::{Queue, QueueEventsProducer, QueueOptions, Worker, WorkerArgs, WorkerOptions};
 use serde_json::{json, Value as Json};
-
-async fn backend(schema: &str) -> Result<Arc<PostgresBackend>> {
-    let config = PgConfig::from_url(&pg_url())?.with_schema(schema)?;
-    Ok(Arc::new(PostgresBackend::open(config).await?))
-}
-
-/// Polls `psql` until `sql` (a count) reaches `n`, or fails after `timeout`.
-async fn until_count(sql: &str, n: i64, timeout: Duration) -> Result<()> {
-    let start = Instant::now();
-    loop {
-        let got: i64 = psql(sql)?.parse().unwrap_or(-1);
-        if got >= n {
-            return Ok(());
-        }
-        if start.elapsed() > timeout {
-            bail!("`{sql}` is {got} after {timeout:?}, expected {n}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 fn finished_sql(schema: &str, queue: &str) -> String {
     format!(
@@ -54,7 +32,7 @@ async fn node_producer_feeds_our_worker_and_node_queue_events_hears_it() -> Resu
     }
     let schema = FreshSchema::migrated_by_node().await?;
     let queue = common::unique_queue("pg-node-producer");
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
 
     // Node's QueueEvents reads from the first event, until our producer's `test-end`.
     let listener = {
@@ -252,7 +230,7 @@ async fn our_producer_feeds_nodes_worker() -> Result<()> {
     }
     let schema = FreshSchema::migrated_by_node().await?;
     let name = common::unique_queue("pg-rust-producer");
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
     let queue = Queue::with_backend(&name, backend.as_ref(), QueueOptions::default()).await?;
     let mut ids = Vec::new();
     for i in 0..5 {
@@ -306,7 +284,7 @@ async fn python_producer_feeds_our_worker() -> Result<()> {
         ]),
     )
     .await?;
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
     let args = WorkerArgs::open(
         backend.as_ref(),
         &queue,
@@ -402,7 +380,7 @@ async fn a_mixed_fleet_under_nodes_global_concurrency_completes_each_job_once() 
             Duration::from_secs(30),
         )
         .await?;
-        let backend = backend(&schema.name).await?;
+        let backend = pg_backend(&schema.name).await?;
         let args = WorkerArgs::open(
             backend.as_ref(),
             &queue,
@@ -453,7 +431,7 @@ async fn get_workers_on_either_side_lists_both_fleets() -> Result<()> {
     }
     let schema = FreshSchema::migrated_by_node().await?;
     let queue = common::unique_queue("pg-workers");
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
     // Node's Worker idles (nothing to do) for a while; ours joins it.
     let node = {
         let (schema, queue) = (schema.name.clone(), queue.clone());
@@ -515,7 +493,7 @@ async fn deduplication_made_by_one_side_is_honoured_by_the_other() -> Result<()>
     }
     let schema = FreshSchema::migrated_by_node().await?;
     let name = common::unique_queue("pg-dedup");
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
     let queue = Queue::with_backend(&name, backend.as_ref(), QueueOptions::default()).await?;
     let dedup =
         |id: &str| JobOptions::new().deduplication(ractor_bullmq::protocol::Deduplication::new(id));

@@ -10,11 +10,10 @@ mod common;
 mod worker_common;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use bullmq_postgres::{PgConfig, PostgresBackend};
+use bullmq_postgres::PostgresBackend;
 use common::pg::*;
 use ractor_bullmq::flow::{FlowJob, FlowProducer, FlowProducerOptions, GetFlowOptions, JobNode};
 use ractor_bullmq::protocol::JobOptions;
@@ -22,26 +21,6 @@ use ractor_bullmq::{
     Queue, QueueOptions, Repeat, SchedulerTemplate, Worker, WorkerArgs, WorkerHandle, WorkerOptions,
 };
 use serde_json::{json, Value as Json};
-
-async fn backend(schema: &str) -> Result<Arc<PostgresBackend>> {
-    let config = PgConfig::from_url(&pg_url())?.with_schema(schema)?;
-    Ok(Arc::new(PostgresBackend::open(config).await?))
-}
-
-/// Polls `psql` until `sql` (a count) reaches `n`, or fails after `timeout`.
-async fn until_count(sql: &str, n: i64, timeout: Duration) -> Result<()> {
-    let start = Instant::now();
-    loop {
-        let got: i64 = psql(sql)?.parse().unwrap_or(-1);
-        if got >= n {
-            return Ok(());
-        }
-        if start.elapsed() > timeout {
-            bail!("`{sql}` is {got} after {timeout:?}, expected {n}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// One job row as psql reads it.
 #[derive(Debug)]
@@ -164,7 +143,7 @@ async fn node_flow_across_two_queues_is_completed_by_our_workers() -> Result<()>
         "{added}"
     );
 
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
     let wa = worker(&backend, &qa).await?;
     let wb = worker(&backend, &qb).await?;
     until_count(
@@ -257,7 +236,7 @@ async fn our_flow_is_completed_by_nodes_workers() -> Result<()> {
         common::unique_queue("pg-ourflow-a"),
         common::unique_queue("pg-ourflow-b"),
     );
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
     let producer =
         FlowProducer::with_backend(backend.as_ref(), FlowProducerOptions::default()).await?;
     let flow = FlowJob::new("root", qa.as_str())
@@ -399,7 +378,7 @@ async fn node_schedulers_are_run_and_continued_by_our_worker() -> Result<()> {
         .await?;
         assert!(out["result"]["id"].is_string(), "{out}");
     }
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
     let w = worker(&backend, &queue).await?;
     let done = |id: &str| {
         format!(
@@ -456,7 +435,7 @@ async fn our_scheduler_is_continued_by_nodes_worker() -> Result<()> {
     }
     let schema = FreshSchema::migrated_by_node().await?;
     let name = common::unique_queue("pg-sched-ours");
-    let backend = backend(&schema.name).await?;
+    let backend = pg_backend(&schema.name).await?;
     let queue = Queue::with_backend(&name, backend.as_ref(), QueueOptions::default()).await?;
     let first = queue
         .upsert_job_scheduler(

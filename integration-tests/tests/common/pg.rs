@@ -318,3 +318,26 @@ pub async fn python_pg_add(
         })
         .collect()
 }
+
+/// A backend on `schema` of [`pg_url`].
+pub async fn pg_backend(schema: &str) -> Result<std::sync::Arc<bullmq_postgres::PostgresBackend>> {
+    let config = bullmq_postgres::PgConfig::from_url(&pg_url())?.with_schema(schema)?;
+    Ok(std::sync::Arc::new(
+        bullmq_postgres::PostgresBackend::open(config).await?,
+    ))
+}
+
+/// Polls [`psql`] until `sql` (a count) reaches `n`, or fails after `timeout`.
+pub async fn until_count(sql: &str, n: i64, timeout: std::time::Duration) -> Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        let got: i64 = psql(sql)?.parse().unwrap_or(-1);
+        if got >= n {
+            return Ok(());
+        }
+        if start.elapsed() > timeout {
+            bail!("`{sql}` is {got} after {timeout:?}, expected {n}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
