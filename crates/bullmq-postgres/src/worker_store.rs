@@ -7,7 +7,7 @@
 //! statement still runs and commits alone, but the batch costs one round trip.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -31,32 +31,32 @@ use crate::listener::Listener;
 use crate::queue_store::PgQueueStore;
 use crate::{row, schedulers};
 
-/// Claim statement (`move_to_active`), columns as [`row::JOB_COLUMNS`].
-fn claim_sql() -> String {
+/// Claim statement (`move_to_active`), columns as [`row::JOB_COLUMNS`]; built once.
+static CLAIM_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {} FROM move_to_active($1::text, $2::text, $3::int8, $4::int8, $5::text, \
          $6::int4, $7::int8)",
         row::JOB_COLUMNS
     )
-}
+});
 
-fn complete_fetch_sql() -> String {
+static COMPLETE_FETCH_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {} FROM move_to_completed_fetch($1::text, $2::text, $3::text, $4::text::jsonb, \
          $5::int8, $6::bool, $7::int8, $8::int4, $9::int8, $10::int8, $11::text, $12::int4, \
          $13::int8)",
         row::JOB_COLUMNS
     )
-}
+});
 
-fn fail_fetch_sql() -> String {
+static FAIL_FETCH_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {} FROM move_to_failed_fetch($1::text, $2::text, $3::text, $4::text, \
          $5::text::jsonb, $6::int8, $7::bool, $8::int8, $9::int4, $10::int8, $11::int8, \
          $12::text, $13::int4, $14::int8)",
         row::JOB_COLUMNS
     )
-}
+});
 
 const COMPLETE_SQL: &str = "SELECT move_to_completed($1::text, $2::text, $3::text, \
      $4::text::jsonb, $5::int8, $6::bool, $7::int8, $8::int4)";
@@ -185,7 +185,7 @@ impl PgWorkerStore {
             return Ok(Vec::new());
         }
         let statement = client
-            .prepare_cached(&claim_sql())
+            .prepare_cached(&CLAIM_SQL)
             .await
             .map_err(PgError::sql("claiming a job"))?;
         let (limiter_max, limiter_ms) = limiter_args(request.limiter);
@@ -353,41 +353,24 @@ impl PgWorkerStore {
             FinishAction::Complete { returnvalue, keep } => {
                 let (remove_all, keep_age, keep_count) = retention_args(*keep);
                 let rv = json_or_null(returnvalue);
-                match fetch {
-                    Some(request) => {
-                        let (limiter_max, limiter_ms) = limiter_args(request.limiter);
-                        let name = request.worker_name.clone().or(self.worker_name.clone());
-                        let params: [&(dyn ToSql + Sync); 13] = [
-                            &q,
-                            &id,
-                            &token,
-                            &rv,
-                            &now,
-                            &remove_all,
-                            &keep_age,
-                            &keep_count,
-                            &ms(request.lock_duration),
-                            &now,
-                            &name,
-                            &limiter_max,
-                            &limiter_ms,
-                        ];
-                        rows(client, &complete_fetch_sql(), &params).await
-                    }
-                    None => {
-                        let params: [&(dyn ToSql + Sync); 8] = [
-                            &q,
-                            &id,
-                            &token,
-                            &rv,
-                            &now,
-                            &remove_all,
-                            &keep_age,
-                            &keep_count,
-                        ];
-                        rows(client, COMPLETE_SQL, &params).await
-                    }
-                }
+                let params: [&(dyn ToSql + Sync); 8] = [
+                    &q,
+                    &id,
+                    &token,
+                    &rv,
+                    &now,
+                    &remove_all,
+                    &keep_age,
+                    &keep_count,
+                ];
+                self.finish_call(
+                    client,
+                    &params,
+                    fetch,
+                    now,
+                    (COMPLETE_SQL, &COMPLETE_FETCH_SQL),
+                )
+                .await
             }
             FinishAction::Fail {
                 reason,
@@ -396,43 +379,19 @@ impl PgWorkerStore {
                 ..
             } => {
                 let (remove_all, keep_age, keep_count) = retention_args(*keep);
-                match fetch {
-                    Some(request) => {
-                        let (limiter_max, limiter_ms) = limiter_args(request.limiter);
-                        let name = request.worker_name.clone().or(self.worker_name.clone());
-                        let params: [&(dyn ToSql + Sync); 14] = [
-                            &q,
-                            &id,
-                            &token,
-                            reason,
-                            stacktrace,
-                            &now,
-                            &remove_all,
-                            &keep_age,
-                            &keep_count,
-                            &ms(request.lock_duration),
-                            &now,
-                            &name,
-                            &limiter_max,
-                            &limiter_ms,
-                        ];
-                        rows(client, &fail_fetch_sql(), &params).await
-                    }
-                    None => {
-                        let params: [&(dyn ToSql + Sync); 9] = [
-                            &q,
-                            &id,
-                            &token,
-                            reason,
-                            stacktrace,
-                            &now,
-                            &remove_all,
-                            &keep_age,
-                            &keep_count,
-                        ];
-                        rows(client, FAIL_SQL, &params).await
-                    }
-                }
+                let params: [&(dyn ToSql + Sync); 9] = [
+                    &q,
+                    &id,
+                    &token,
+                    reason,
+                    stacktrace,
+                    &now,
+                    &remove_all,
+                    &keep_age,
+                    &keep_count,
+                ];
+                self.finish_call(client, &params, fetch, now, (FAIL_SQL, &FAIL_FETCH_SQL))
+                    .await
             }
             FinishAction::Retry {
                 reason,
@@ -511,6 +470,27 @@ impl PgWorkerStore {
                 None => Err(e),
             },
         }
+    }
+
+    /// A completion or failure with `params`: alone (`sql.0`), or fused with the next claim
+    /// (`sql.1`, the claim's parameters appended) when `fetch` asks for one.
+    async fn finish_call(
+        &self,
+        client: &ClientWrapper,
+        params: &[&(dyn ToSql + Sync)],
+        fetch: Option<&FetchRequest>,
+        now: i64,
+        sql: (&str, &str),
+    ) -> PgResult<Vec<Row>> {
+        let Some(request) = fetch else {
+            return rows(client, sql.0, params).await;
+        };
+        let (limiter_max, limiter_ms) = limiter_args(request.limiter);
+        let name = request.worker_name.clone().or(self.worker_name.clone());
+        let lock_ms = ms(request.lock_duration);
+        let mut all = params.to_vec();
+        all.extend_from_slice(&[&lock_ms, &now, &name, &limiter_max, &limiter_ms]);
+        rows(client, sql.1, &all).await
     }
 
     async fn collect_metrics(
